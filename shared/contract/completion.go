@@ -1,0 +1,174 @@
+package contract
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
+
+// Completion outcomes.
+const (
+	OutcomeSucceeded = "succeeded"
+	OutcomeStale     = "stale"
+	OutcomeFailed    = "failed"
+)
+
+// Coverage is the exact replacement a rewrite proposes: every input object it
+// removes and every output object it adds, with full entries.
+type Coverage struct {
+	Removed []ObjectEntry `json:"removed"`
+	Added   []ObjectEntry `json:"added"`
+}
+
+// Cleanup reports what a deleting task did.
+type Cleanup struct {
+	Deleted          []string       `json:"deleted"`
+	AlreadyGone      int            `json:"already_gone"`
+	DeferredByReason map[string]int `json:"deferred_by_reason,omitempty"`
+	Complete         bool           `json:"complete"` // every candidate is confirmed gone
+}
+
+// Completion is the one carrier every executor reports with (the handoff
+// queue's message body). Rewrites carry Coverage; deleting tasks carry Cleanup.
+type Completion struct {
+	SchemaVersion        int       `json:"schema_version"`
+	TaskID               string    `json:"task_id"`
+	Kind                 TaskKind  `json:"task_kind"`
+	Collection           string    `json:"collection"`
+	BaseManifestVersion  uint64    `json:"base_manifest_version"`
+	BaseManifestChecksum string    `json:"base_manifest_checksum"`
+	CCSFactsVersion      uint64    `json:"ccs_facts_version"`
+	LeaseEpoch           uint64    `json:"lease_epoch"`
+	Outcome              string    `json:"outcome"`
+	Reason               string    `json:"reason,omitempty"`
+	StartedAtUnixMs      int64     `json:"started_at_unix_ms"`
+	FinishedAtUnixMs     int64     `json:"finished_at_unix_ms"`
+	BytesRead            int64     `json:"bytes_read"`
+	BytesWritten         int64     `json:"bytes_written"`
+	Coverage             *Coverage `json:"coverage,omitempty"`
+	Cleanup              *Cleanup  `json:"cleanup,omitempty"`
+}
+
+func (c *Completion) validate() error {
+	if err := checkSchema(c.SchemaVersion); err != nil {
+		return err
+	}
+	switch {
+	case !c.Kind.valid():
+		return invalid("task_kind %q is unknown", c.Kind)
+	case !ValidCollection(c.Collection):
+		return invalid("collection %q is not a valid collection name", c.Collection)
+	case c.TaskID == "":
+		return invalid("task_id is empty")
+	case c.Outcome != OutcomeSucceeded && c.Outcome != OutcomeStale && c.Outcome != OutcomeFailed:
+		return invalid("outcome %q is not succeeded|stale|failed", c.Outcome)
+	case c.Outcome == OutcomeSucceeded && c.Kind.Rewrites() && c.Coverage == nil:
+		return invalid("a succeeded rewrite must carry coverage")
+	}
+	if c.Coverage != nil {
+		for i := range c.Coverage.Added {
+			if err := c.Coverage.Added[i].check(c.Collection); err != nil {
+				return err
+			}
+		}
+		for i := range c.Coverage.Removed {
+			if err := c.Coverage.Removed[i].check(c.Collection); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// DecodeCompletion strictly decodes a completion message body.
+func DecodeCompletion(where string, b []byte) (Completion, error) {
+	var c Completion
+	err := Decode("completion", where, b, &c)
+	return c, err
+}
+
+// CutoverRequest asks the Manifest Publisher to replace Removed by Added in
+// the collection's object set, only if the head is still BaseVersion with
+// BaseChecksum. RequestID is deterministic so the publisher (and a handoff
+// resolving an ambiguous outcome) can recognise a request it already applied.
+type CutoverRequest struct {
+	SchemaVersion int           `json:"schema_version"`
+	RequestID     string        `json:"request_id"`
+	Collection    string        `json:"collection"`
+	BaseVersion   uint64        `json:"base_version"`
+	BaseChecksum  string        `json:"base_checksum"`
+	Removed       []ObjectEntry `json:"removed"`
+	Added         []ObjectEntry `json:"added"`
+}
+
+func (r *CutoverRequest) validate() error {
+	if err := checkSchema(r.SchemaVersion); err != nil {
+		return err
+	}
+	switch {
+	case r.RequestID == "":
+		return invalid("request_id is empty")
+	case !ValidCollection(r.Collection):
+		return invalid("collection %q is not a valid collection name", r.Collection)
+	case r.BaseVersion == 0 || !validChecksum(r.BaseChecksum):
+		return invalid("base_version/base_checksum missing")
+	case len(r.Removed) == 0:
+		return invalid("a cutover must remove at least one object")
+	}
+	return nil
+}
+
+// DecodeCutoverRequest strictly decodes a cutover request.
+func DecodeCutoverRequest(where string, b []byte) (CutoverRequest, error) {
+	var r CutoverRequest
+	err := Decode("cutover request", where, b, &r)
+	return r, err
+}
+
+// CutoverRequestID is the identity of a cutover: the task and its exact coverage.
+func CutoverRequestID(taskID string, cov Coverage) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s", taskID)
+	for _, o := range cov.Removed {
+		fmt.Fprintf(h, "|-%s:%s", o.Key, o.Checksum)
+	}
+	for _, o := range cov.Added {
+		fmt.Fprintf(h, "|+%s:%s", o.Key, o.Checksum)
+	}
+	return "cutover-" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Cutover answer statuses.
+const (
+	CutoverAccepted = "accepted" // the head now is (or already was) the result
+	CutoverConflict = "conflict" // the head moved; nothing was applied
+	CutoverRejected = "rejected" // the request is invalid against the base; nothing was applied
+)
+
+// CutoverAnswer is the publisher's reply.
+type CutoverAnswer struct {
+	SchemaVersion     int    `json:"schema_version"`
+	RequestID         string `json:"request_id"`
+	Status            string `json:"status"`
+	CommittedVersion  uint64 `json:"committed_version,omitempty"`
+	CommittedChecksum string `json:"committed_checksum,omitempty"`
+	HeadVersion       uint64 `json:"head_version,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+}
+
+func (a *CutoverAnswer) validate() error {
+	if err := checkSchema(a.SchemaVersion); err != nil {
+		return err
+	}
+	if a.Status != CutoverAccepted && a.Status != CutoverConflict && a.Status != CutoverRejected {
+		return invalid("status %q is not accepted|conflict|rejected", a.Status)
+	}
+	return nil
+}
+
+// DecodeCutoverAnswer strictly decodes a cutover answer.
+func DecodeCutoverAnswer(where string, b []byte) (CutoverAnswer, error) {
+	var a CutoverAnswer
+	err := Decode("cutover answer", where, b, &a)
+	return a, err
+}

@@ -1,0 +1,271 @@
+package contract
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Head is manifest_committed_head.json: the Manifest Publisher's pointer to
+// the committed manifest root of one collection. Only the publisher writes it,
+// by compare-and-swap on the object's ETag.
+type Head struct {
+	SchemaVersion     int    `json:"schema_version"`
+	Collection        string `json:"collection"`
+	Version           uint64 `json:"version"`
+	ManifestKey       string `json:"manifest_key"`
+	ManifestChecksum  string `json:"manifest_checksum"`
+	CommittedAtUnixMs int64  `json:"committed_at_unix_ms"`
+}
+
+func (h *Head) validate() error {
+	if err := checkSchema(h.SchemaVersion); err != nil {
+		return err
+	}
+	switch {
+	case !ValidCollection(h.Collection):
+		return invalid("collection %q is not a valid collection name", h.Collection)
+	case h.Version == 0:
+		return invalid("version must be >= 1")
+	case h.ManifestKey != ManifestKey(h.Collection, h.Version):
+		return invalid("manifest_key %q is not the root of version %d (want %q)", h.ManifestKey, h.Version, ManifestKey(h.Collection, h.Version))
+	case !validChecksum(h.ManifestChecksum):
+		return invalid("manifest_checksum %q is not sha256:<64 hex>", h.ManifestChecksum)
+	}
+	return nil
+}
+
+// DecodeHead strictly decodes a head object read from key.
+func DecodeHead(key string, b []byte) (Head, error) {
+	var h Head
+	err := Decode("head", key, b, &h)
+	return h, err
+}
+
+// ObjectEntry describes one immutable data object (a segment) in a manifest.
+type ObjectEntry struct {
+	Key          string `json:"key"`
+	Size         int64  `json:"size"`
+	Checksum     string `json:"checksum"`
+	Tier         string `json:"tier"`
+	Level        int    `json:"level"`
+	DocCount     int64  `json:"doc_count"`
+	DeleteCount  int64  `json:"delete_count"`
+	MinTsUnixMs  int64  `json:"min_ts_unix_ms"`
+	MaxTsUnixMs  int64  `json:"max_ts_unix_ms"`
+	MinSeq       uint64 `json:"min_seq"`
+	MaxSeq       uint64 `json:"max_seq"`
+	MinRecordKey string `json:"min_record_key"`
+	MaxRecordKey string `json:"max_record_key"`
+}
+
+// Data tiers (CCS lifecycle policy vocabulary).
+const (
+	TierHot  = "hot"
+	TierWarm = "warm"
+	TierCold = "cold"
+)
+
+func (o *ObjectEntry) check(collection string) error {
+	switch {
+	case !IsDataKey(collection, o.Key):
+		return invalid("object key %q is not a data key of collection %q", o.Key, collection)
+	case o.Size < 0 || o.DocCount < 0 || o.DeleteCount < 0 || o.DeleteCount > o.DocCount:
+		return invalid("object %q has negative or inconsistent size/counts", o.Key)
+	case !validChecksum(o.Checksum):
+		return invalid("object %q checksum %q is not sha256:<64 hex>", o.Key, o.Checksum)
+	case o.Tier != TierHot && o.Tier != TierWarm && o.Tier != TierCold:
+		return invalid("object %q tier %q is not hot|warm|cold", o.Key, o.Tier)
+	case o.Level < 0:
+		return invalid("object %q level %d < 0", o.Key, o.Level)
+	case o.MinTsUnixMs > o.MaxTsUnixMs || o.MinSeq > o.MaxSeq || o.MinRecordKey > o.MaxRecordKey:
+		return invalid("object %q has min > max (ts, seq or record key)", o.Key)
+	}
+	return nil
+}
+
+// PartRef pins one part of a manifest's full object set. Parts partition the
+// object set by object key range [FirstKey, LastKey] and are content
+// addressed, so unchanged parts are shared by consecutive versions.
+type PartRef struct {
+	Key         string `json:"key"`
+	Checksum    string `json:"checksum"`
+	ObjectCount int    `json:"object_count"`
+	Bytes       int64  `json:"bytes"`
+	FirstKey    string `json:"first_key"`
+	LastKey     string `json:"last_key"`
+}
+
+// Change is what a version added to and removed from its parent's object set.
+// Removed entries are complete so GC can judge timestamps without reopening
+// the parent's parts.
+type Change struct {
+	Added   []ObjectEntry `json:"added"`
+	Removed []ObjectEntry `json:"removed"`
+}
+
+// LevelSummary aggregates the objects of one compaction level.
+type LevelSummary struct {
+	Level       int   `json:"level"`
+	Objects     int64 `json:"objects"`
+	Bytes       int64 `json:"bytes"`
+	DocCount    int64 `json:"doc_count"`
+	DeleteCount int64 `json:"delete_count"`
+}
+
+// Summary aggregates the full object set; it lets the debt model work from
+// the root alone.
+type Summary struct {
+	Objects     int64          `json:"objects"`
+	Bytes       int64          `json:"bytes"`
+	DocCount    int64          `json:"doc_count"`
+	DeleteCount int64          `json:"delete_count"`
+	Levels      []LevelSummary `json:"levels"`
+}
+
+// Origin says why a version exists. For a cutover it carries the request id,
+// which is how an ambiguous cutover is resolved by re-reading the head.
+type Origin struct {
+	Kind      string `json:"kind"` // "create", "append", "cutover"
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// Origin kinds.
+const (
+	OriginCreate  = "create"
+	OriginAppend  = "append"
+	OriginCutover = "cutover"
+)
+
+// Manifest is the immutable root of one committed version.
+type Manifest struct {
+	SchemaVersion  int       `json:"schema_version"`
+	Collection     string    `json:"collection"`
+	Version        uint64    `json:"version"`
+	ParentVersion  uint64    `json:"parent_version"`
+	ParentKey      string    `json:"parent_key,omitempty"`
+	ParentChecksum string    `json:"parent_checksum,omitempty"`
+	CommitTsUnixMs int64     `json:"commit_ts_unix_ms"`
+	NextSeq        uint64    `json:"next_seq"`
+	Origin         Origin    `json:"origin"`
+	Change         Change    `json:"change"`
+	Parts          []PartRef `json:"parts"`
+	Summary        Summary   `json:"summary"`
+}
+
+func (m *Manifest) validate() error {
+	if err := checkSchema(m.SchemaVersion); err != nil {
+		return err
+	}
+	if !ValidCollection(m.Collection) {
+		return invalid("collection %q is not a valid collection name", m.Collection)
+	}
+	if m.Version == 0 {
+		return invalid("version must be >= 1")
+	}
+	if m.Version == 1 {
+		if m.ParentVersion != 0 || m.ParentKey != "" || m.ParentChecksum != "" {
+			return invalid("version 1 must have no parent")
+		}
+	} else {
+		switch {
+		case m.ParentVersion >= m.Version:
+			return invalid("parent_version %d is not older than version %d", m.ParentVersion, m.Version)
+		case m.ParentKey != ManifestKey(m.Collection, m.ParentVersion):
+			return invalid("parent_key %q is not the root of version %d", m.ParentKey, m.ParentVersion)
+		case !validChecksum(m.ParentChecksum):
+			return invalid("parent_checksum %q is not sha256:<64 hex>", m.ParentChecksum)
+		}
+	}
+	switch m.Origin.Kind {
+	case OriginCreate, OriginAppend, OriginCutover:
+	default:
+		return invalid("origin.kind %q is not create|append|cutover", m.Origin.Kind)
+	}
+	for i := range m.Change.Added {
+		if err := m.Change.Added[i].check(m.Collection); err != nil {
+			return err
+		}
+	}
+	for i := range m.Change.Removed {
+		if err := m.Change.Removed[i].check(m.Collection); err != nil {
+			return err
+		}
+	}
+	var count int64
+	for i, p := range m.Parts {
+		switch {
+		case p.Key != PartKey(m.Collection, p.Checksum):
+			return invalid("part %d key %q is not content addressed by its checksum", i, p.Key)
+		case !validChecksum(p.Checksum):
+			return invalid("part %d checksum %q is not sha256:<64 hex>", i, p.Checksum)
+		case p.ObjectCount <= 0 || p.FirstKey > p.LastKey:
+			return invalid("part %d is empty or has first_key > last_key", i)
+		case i > 0 && m.Parts[i-1].LastKey >= p.FirstKey:
+			return invalid("part %d overlaps or is out of order with part %d", i, i-1)
+		}
+		count += int64(p.ObjectCount)
+	}
+	if count != m.Summary.Objects {
+		return invalid("parts hold %d objects but summary says %d", count, m.Summary.Objects)
+	}
+	return nil
+}
+
+// DecodeManifest strictly decodes a manifest root read from key.
+func DecodeManifest(key string, b []byte) (Manifest, error) {
+	var m Manifest
+	err := Decode("manifest", key, b, &m)
+	return m, err
+}
+
+// PartFor returns the index of the part whose key range may contain
+// objectKey, or -1.
+func (m *Manifest) PartFor(objectKey string) int {
+	i := sort.Search(len(m.Parts), func(i int) bool { return m.Parts[i].LastKey >= objectKey })
+	if i < len(m.Parts) && m.Parts[i].FirstKey <= objectKey {
+		return i
+	}
+	return -1
+}
+
+// Part is one content-addressed slice of a manifest's object set, sorted by
+// object key.
+type Part struct {
+	SchemaVersion int           `json:"schema_version"`
+	Collection    string        `json:"collection"`
+	Objects       []ObjectEntry `json:"objects"`
+}
+
+func (p *Part) validate() error {
+	if err := checkSchema(p.SchemaVersion); err != nil {
+		return err
+	}
+	if len(p.Objects) == 0 {
+		return invalid("part has no objects")
+	}
+	for i := range p.Objects {
+		if err := p.Objects[i].check(p.Collection); err != nil {
+			return err
+		}
+		if i > 0 && p.Objects[i-1].Key >= p.Objects[i].Key {
+			return invalid("part objects are not strictly sorted at %q", p.Objects[i].Key)
+		}
+	}
+	return nil
+}
+
+// DecodePart strictly decodes a part read from key and checks it against ref.
+func DecodePart(ref PartRef, b []byte) (Part, error) {
+	var p Part
+	if err := VerifyChecksum(ref.Key, b, ref.Checksum); err != nil {
+		return p, err
+	}
+	if err := Decode("manifest part", ref.Key, b, &p); err != nil {
+		return p, err
+	}
+	n := len(p.Objects)
+	if n != ref.ObjectCount || p.Objects[0].Key != ref.FirstKey || p.Objects[n-1].Key != ref.LastKey {
+		return p, &DecodeError{Doc: "manifest part", Where: ref.Key, Reason: fmt.Sprintf("part holds %d objects [%s, %s], root pins %d [%s, %s]", n, p.Objects[0].Key, p.Objects[n-1].Key, ref.ObjectCount, ref.FirstKey, ref.LastKey), Err: ErrInvalid}
+	}
+	return p, nil
+}

@@ -1,0 +1,104 @@
+package contract
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// TaskKind names a class of background work.
+type TaskKind string
+
+// Task kinds. Compaction and lifecycle transitions rewrite objects and hand a
+// cutover to the publisher; the others delete and may end in a CCS release.
+const (
+	KindCompaction          TaskKind = "compaction"
+	KindLifecycleTransition TaskKind = "lifecycle_transition"
+	KindGC                  TaskKind = "gc"
+	KindRetentionReclaim    TaskKind = "retention_reclaim"
+	KindTombstoneCleanup    TaskKind = "tombstone_cleanup"
+	KindOrphanReclaim       TaskKind = "orphan_reclaim"
+)
+
+// Rewrites reports whether a kind produces a cutover candidate.
+func (k TaskKind) Rewrites() bool { return k == KindCompaction || k == KindLifecycleTransition }
+
+func (k TaskKind) valid() bool {
+	switch k {
+	case KindCompaction, KindLifecycleTransition, KindGC, KindRetentionReclaim, KindTombstoneCleanup, KindOrphanReclaim:
+		return true
+	}
+	return false
+}
+
+// Task is the SQS FIFO message body. MessageGroupId is the collection and
+// MessageDeduplicationId is TaskID, so a duplicate enqueue within five minutes
+// collapses and a collection's tasks run in order without blocking others.
+type Task struct {
+	SchemaVersion        int      `json:"schema_version"`
+	TaskID               string   `json:"task_id"`
+	Kind                 TaskKind `json:"task_kind"`
+	Collection           string   `json:"collection"`
+	BaseManifestVersion  uint64   `json:"base_manifest_version"`
+	BaseManifestChecksum string   `json:"base_manifest_checksum"`
+	CCSFactsVersion      uint64   `json:"ccs_facts_version"`
+	EnqueuedAtUnixMs     int64    `json:"enqueued_at_unix_ms"`
+}
+
+func (t *Task) validate() error {
+	if err := checkSchema(t.SchemaVersion); err != nil {
+		return err
+	}
+	switch {
+	case !t.Kind.valid():
+		return invalid("task_kind %q is unknown", t.Kind)
+	case !ValidCollection(t.Collection):
+		return invalid("collection %q is not a valid collection name", t.Collection)
+	case t.BaseManifestVersion == 0:
+		return invalid("base_manifest_version must be >= 1")
+	case !validChecksum(t.BaseManifestChecksum):
+		return invalid("base_manifest_checksum %q is not sha256:<64 hex>", t.BaseManifestChecksum)
+	case t.TaskID != TaskID(t.Kind, t.Collection, t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion):
+		return invalid("task_id %q is not the identity of its fields", t.TaskID)
+	}
+	return nil
+}
+
+// DecodeTask strictly decodes a task message body (where: the message id).
+func DecodeTask(where string, b []byte) (Task, error) {
+	var t Task
+	err := Decode("task", where, b, &t)
+	return t, err
+}
+
+// TaskID is the deterministic identity of a task: equal inputs, equal id.
+// It is safe as an S3 key segment and as an SQS deduplication id (<=128 chars).
+func TaskID(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s|%d", kind, collection, version, checksum, factsVersion)))
+	return fmt.Sprintf("%s-%s-v%d-%s", strings.ReplaceAll(string(kind), "_", ""), collection, version, hex.EncodeToString(h[:8]))
+}
+
+// NewTask builds a task with its identity filled in.
+func NewTask(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64, nowMs int64) Task {
+	return Task{
+		SchemaVersion: SchemaVersion, TaskID: TaskID(kind, collection, version, checksum, factsVersion),
+		Kind: kind, Collection: collection, BaseManifestVersion: version, BaseManifestChecksum: checksum,
+		CCSFactsVersion: factsVersion, EnqueuedAtUnixMs: nowMs,
+	}
+}
+
+// Lease is the coordinator's record that one holder works on one task. It is
+// a DynamoDB item written only by conditional writes. It avoids duplicate work;
+// it is never what keeps data safe (the owners' fences are).
+type Lease struct {
+	TaskID               string   `json:"task_id"`
+	Kind                 TaskKind `json:"task_kind"`
+	Collection           string   `json:"collection"`
+	BaseManifestVersion  uint64   `json:"base_manifest_version"`
+	BaseManifestChecksum string   `json:"base_manifest_checksum"`
+	LeaseEpoch           uint64   `json:"lease_epoch"`
+	LeaseExpiryUnixMs    int64    `json:"lease_expiry_unix_ms"`
+	Holder               string   `json:"holder"`
+	AcquiredAtUnixMs     int64    `json:"acquired_at_unix_ms"`
+}

@@ -1,0 +1,156 @@
+package resources
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+)
+
+// Function names (also the directory under functions/).
+const (
+	FnObserver   = "observer"
+	FnCompaction = "compaction"
+	FnGC         = "gc"
+	FnHandoff    = "handoff"
+)
+
+// Queue classes.
+const (
+	QueueCompaction = "compaction"
+	QueueGC         = "gc"
+	QueueHandoff    = "handoff"
+)
+
+// Environment variables that carry configuration into functions.
+const (
+	EnvBucket            = "BCC_BUCKET"
+	EnvTable             = "BCC_TABLE"
+	EnvCompactionQueue   = "BCC_COMPACTION_QUEUE_URL"
+	EnvGCQueue           = "BCC_GC_QUEUE_URL"
+	EnvHandoffQueue      = "BCC_HANDOFF_QUEUE_URL"
+	EnvPublisherEndpoint = "BCC_PUBLISHER_ENDPOINT"
+	EnvCCSEndpoint       = "BCC_CCS_ENDPOINT"
+	EnvWatermarkBucket   = "BCC_WATERMARK_BUCKET"
+	EnvWatermarkKey      = "BCC_WATERMARK_KEY"
+	EnvAWSEndpoint       = "BCC_AWS_ENDPOINT" // local stacks only; empty on AWS
+	EnvPolicy            = "BCC_POLICY"       // optional JSON overriding the default policy
+)
+
+// Bucket is the data bucket and its head notification.
+type Bucket struct {
+	Name           string
+	NotifyPrefix   string
+	NotifySuffix   string
+	NotifyFunction string
+}
+
+// Table is the coordinator's DynamoDB table. Everything in it is disposable.
+type Table struct {
+	Name         string
+	PartitionKey string
+	SortKey      string
+	TTLAttribute string // tidiness only: correctness never relies on TTL
+}
+
+// Queue is one FIFO task queue, its DLQ and its consumer's event source mapping.
+type Queue struct {
+	Class             string
+	Name              string // ends in .fifo
+	DLQName           string // ends in .fifo
+	Consumer          string // function name
+	MaxReceiveCount   int
+	VisibilityTimeout time.Duration
+	RetentionPeriod   time.Duration
+	BatchSize         int
+	MaxConcurrency    int
+	BatchWindow       time.Duration
+}
+
+// Function is one Lambda function.
+type Function struct {
+	Name        string
+	Description string
+	Timeout     time.Duration
+	MemoryMB    int
+	Env         []string // names of the Env* variables it reads
+}
+
+// Definition is the whole product's resource set.
+type Definition struct {
+	Prefix            string
+	Bucket            Bucket
+	Table             Table
+	CCSTable          Table // the CCS stand-in's own table (not coordinator state)
+	Queues            []Queue
+	Functions         []Function
+	WatermarkKey      string
+	ReconcileSchedule time.Duration
+}
+
+// Default returns the definition for resources named with prefix (e.g. "bcc").
+func Default(prefix string) Definition {
+	fns := []Function{
+		{Name: FnObserver, Description: "re-reads committed heads, updates debt, enqueues fenced tasks", Timeout: 30 * time.Second, MemoryMB: 256,
+			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvCCSEndpoint, EnvPolicy}},
+		{Name: FnCompaction, Description: "leases and runs version-fenced compaction", Timeout: 5 * time.Minute, MemoryMB: 1024,
+			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy}},
+		{Name: FnGC, Description: "re-checks the delete predicate and deletes in paced batches", Timeout: 5 * time.Minute, MemoryMB: 512,
+			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy}},
+		{Name: FnHandoff, Description: "hands results to the publisher and release intents to CCS", Timeout: time.Minute, MemoryMB: 256,
+			Env: []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy}},
+	}
+	timeout := map[string]time.Duration{}
+	for _, f := range fns {
+		timeout[f.Name] = f.Timeout
+	}
+	queue := func(class, consumer string, batch int) Queue {
+		return Queue{
+			Class: class, Name: fmt.Sprintf("%s-%s.fifo", prefix, class), DLQName: fmt.Sprintf("%s-%s-dlq.fifo", prefix, class),
+			Consumer: consumer, MaxReceiveCount: 5, VisibilityTimeout: 6 * timeout[consumer],
+			RetentionPeriod: 4 * 24 * time.Hour, BatchSize: batch, MaxConcurrency: 10,
+		}
+	}
+	return Definition{
+		Prefix:   prefix,
+		Bucket:   Bucket{Name: prefix + "-data", NotifyPrefix: contract.CollectionsPrefix, NotifySuffix: contract.HeadSuffix, NotifyFunction: FnObserver},
+		Table:    Table{Name: prefix + "-coordinator", PartitionKey: "pk", SortKey: "sk", TTLAttribute: "expires_at"},
+		CCSTable: Table{Name: prefix + "-standin-ccs", PartitionKey: "pk", SortKey: "sk"},
+		Queues: []Queue{
+			queue(QueueCompaction, FnCompaction, 1),
+			queue(QueueGC, FnGC, 1),
+			queue(QueueHandoff, FnHandoff, 10),
+		},
+		Functions:         fns,
+		WatermarkKey:      "query-plane/global_safe_ts.json",
+		ReconcileSchedule: 5 * time.Minute,
+	}
+}
+
+// Queue returns the queue of a class.
+func (d Definition) Queue(class string) (Queue, bool) {
+	for _, q := range d.Queues {
+		if q.Class == class {
+			return q, true
+		}
+	}
+	return Queue{}, false
+}
+
+// Function returns the function with name.
+func (d Definition) Function(name string) (Function, bool) {
+	for _, f := range d.Functions {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Function{}, false
+}
+
+// QueueForKind routes a task kind to its queue class.
+func QueueForKind(k contract.TaskKind) string {
+	if k.Rewrites() {
+		return QueueCompaction
+	}
+	return QueueGC
+}

@@ -11,10 +11,14 @@ import (
 // listing, so readers can name what they need.
 //
 //	collections/<c>/manifest_committed_head.json          head (publisher only)
-//	collections/<c>/manifests/<version:020d>.json         manifest roots
+//	collections/<c>/manifests/<version:020d>-<sha16>.json  manifest roots (version + checksum prefix)
 //	collections/<c>/manifests/parts/<sha256 hex>.json     manifest parts
-//	collections/<c>/data/append/<version:020d>-<n>.seg    segments committed by appends
-//	collections/<c>/data/compaction/<task id>/<n>.seg    compaction outputs
+//	collections/<c>/data/l0/<version:020d>-<n>.seg        segments committed by appends (level 0)
+//	collections/<c>/data/l<L>/<task id>/<n:04d>.seg       rewrite outputs at level L (1..9)
+//
+// Data keys embed the level so that a manifest's parts, which partition the
+// object set by key range, also group objects by level: a planner working on
+// one level reads only the parts of that level's key range.
 const (
 	CollectionsPrefix = "collections/"
 	HeadSuffix        = "manifest_committed_head.json"
@@ -31,34 +35,64 @@ func CollectionPrefix(c string) string { return CollectionsPrefix + c + "/" }
 // HeadKey is the committed-head pointer's key.
 func HeadKey(c string) string { return CollectionPrefix(c) + HeadSuffix }
 
-// ManifestKey is the root of one version.
-func ManifestKey(c string, version uint64) string {
-	return fmt.Sprintf("%smanifests/%020d.json", CollectionPrefix(c), version)
+// ManifestKey is the root of one version with the given checksum. The key
+// carries the checksum so that a publisher that lost a race (or crashed
+// before its head CAS) never collides with the root that was committed: an
+// uncommitted root is simply an object no head or parent names.
+func ManifestKey(c string, version uint64, checksum string) string {
+	h := strings.TrimPrefix(checksum, "sha256:")
+	if len(h) > 16 {
+		h = h[:16]
+	}
+	return fmt.Sprintf("%smanifests/%020d-%s.json", CollectionPrefix(c), version, h)
 }
+
+// ManifestsPrefix is where roots and parts of c live.
+func ManifestsPrefix(c string) string { return CollectionPrefix(c) + "manifests/" }
 
 // PartKey is the content-addressed key of a manifest part.
 func PartKey(c, checksum string) string {
 	return CollectionPrefix(c) + "manifests/parts/" + strings.TrimPrefix(checksum, "sha256:") + ".json"
 }
 
+// MaxLevel is the deepest compaction level.
+const MaxLevel = 9
+
+// DataPrefix is where all data objects of c live.
+func DataPrefix(c string) string { return CollectionPrefix(c) + "data/" }
+
+// LevelPrefix is where the data objects of one level live.
+func LevelPrefix(c string, level int) string { return fmt.Sprintf("%sl%d/", DataPrefix(c), level) }
+
 // AppendSegmentKey names the n-th segment committed by an append creating version.
 func AppendSegmentKey(c string, version uint64, n int) string {
-	return fmt.Sprintf("%sdata/append/%020d-%d.seg", CollectionPrefix(c), version, n)
+	return fmt.Sprintf("%s%020d-%d.seg", LevelPrefix(c, 0), version, n)
 }
 
-// CompactionPrefix is where a compaction task writes; a retry rewrites the same keys.
-func CompactionPrefix(c, taskID string) string {
-	return CollectionPrefix(c) + "data/compaction/" + taskID + "/"
+// RewritePrefix is where a rewrite task writes its outputs at level; a retry
+// rewrites the same keys.
+func RewritePrefix(c string, level int, taskID string) string {
+	return LevelPrefix(c, level) + taskID + "/"
 }
 
-// CompactionOutputKey names the n-th output of a compaction task.
-func CompactionOutputKey(c, taskID string, n int) string {
-	return fmt.Sprintf("%s%04d.seg", CompactionPrefix(c, taskID), n)
+// RewriteOutputKey names the n-th output of a rewrite task at level.
+func RewriteOutputKey(c string, level int, taskID string, n int) string {
+	return fmt.Sprintf("%s%04d.seg", RewritePrefix(c, level, taskID), n)
+}
+
+// LevelOfKey returns the level a data key of c lives at.
+func LevelOfKey(c, key string) (int, bool) {
+	rest, ok := strings.CutPrefix(key, DataPrefix(c)+"l")
+	if !ok || len(rest) < 2 || rest[0] < '0' || rest[0] > '9' || rest[1] != '/' {
+		return 0, false
+	}
+	return int(rest[0] - '0'), true
 }
 
 // IsDataKey reports whether key is a data object of collection c.
 func IsDataKey(c, key string) bool {
-	return strings.HasPrefix(key, CollectionPrefix(c)+"data/") && strings.HasSuffix(key, ".seg")
+	_, ok := LevelOfKey(c, key)
+	return ok && strings.HasSuffix(key, ".seg")
 }
 
 // IsManifestKey reports whether key is a manifest root or part of c.

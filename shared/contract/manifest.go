@@ -26,10 +26,10 @@ func (h *Head) validate() error {
 		return invalid("collection %q is not a valid collection name", h.Collection)
 	case h.Version == 0:
 		return invalid("version must be >= 1")
-	case h.ManifestKey != ManifestKey(h.Collection, h.Version):
-		return invalid("manifest_key %q is not the root of version %d (want %q)", h.ManifestKey, h.Version, ManifestKey(h.Collection, h.Version))
 	case !validChecksum(h.ManifestChecksum):
 		return invalid("manifest_checksum %q is not sha256:<64 hex>", h.ManifestChecksum)
+	case h.ManifestKey != ManifestKey(h.Collection, h.Version, h.ManifestChecksum):
+		return invalid("manifest_key %q is not the root of version %d (want %q)", h.ManifestKey, h.Version, ManifestKey(h.Collection, h.Version, h.ManifestChecksum))
 	}
 	return nil
 }
@@ -66,17 +66,20 @@ const (
 )
 
 func (o *ObjectEntry) check(collection string) error {
+	level, _ := LevelOfKey(collection, o.Key)
 	switch {
 	case !IsDataKey(collection, o.Key):
 		return invalid("object key %q is not a data key of collection %q", o.Key, collection)
+	case level != o.Level:
+		return invalid("object %q has level %d but its key is at level %d", o.Key, o.Level, level)
 	case o.Size < 0 || o.DocCount < 0 || o.DeleteCount < 0 || o.DeleteCount > o.DocCount:
 		return invalid("object %q has negative or inconsistent size/counts", o.Key)
 	case !validChecksum(o.Checksum):
 		return invalid("object %q checksum %q is not sha256:<64 hex>", o.Key, o.Checksum)
 	case o.Tier != TierHot && o.Tier != TierWarm && o.Tier != TierCold:
 		return invalid("object %q tier %q is not hot|warm|cold", o.Key, o.Tier)
-	case o.Level < 0:
-		return invalid("object %q level %d < 0", o.Key, o.Level)
+	case o.Level < 0 || o.Level > MaxLevel:
+		return invalid("object %q level %d is not 0..%d", o.Key, o.Level, MaxLevel)
 	case o.MinTsUnixMs > o.MaxTsUnixMs || o.MinSeq > o.MaxSeq || o.MinRecordKey > o.MaxRecordKey:
 		return invalid("object %q has min > max (ts, seq or record key)", o.Key)
 	}
@@ -170,10 +173,10 @@ func (m *Manifest) validate() error {
 		switch {
 		case m.ParentVersion >= m.Version:
 			return invalid("parent_version %d is not older than version %d", m.ParentVersion, m.Version)
-		case m.ParentKey != ManifestKey(m.Collection, m.ParentVersion):
-			return invalid("parent_key %q is not the root of version %d", m.ParentKey, m.ParentVersion)
 		case !validChecksum(m.ParentChecksum):
 			return invalid("parent_checksum %q is not sha256:<64 hex>", m.ParentChecksum)
+		case m.ParentKey != ManifestKey(m.Collection, m.ParentVersion, m.ParentChecksum):
+			return invalid("parent_key %q is not the root of version %d", m.ParentKey, m.ParentVersion)
 		}
 	}
 	switch m.Origin.Kind {

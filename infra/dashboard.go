@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/searchfabric/bcc/shared/metrics"
+)
+
+// CoordinatorMetrics are the EMF metric names the functions emit in the
+// metrics.Namespace namespace (dimension Function, plus Reason on GCDeferred).
+var CoordinatorMetrics = []string{
+	"HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed",
+	"TasksEnqueued", "StaleResultsDropped", "CutoversAccepted", "LeaseLost",
+	"ObjectsDeleted", "GCDeferred",
+}
+
+// OldestMessageAlarmThreshold is when a queue's oldest message is "too old":
+// twice the queue's visibility timeout (one full retry cycle has passed
+// without the message leaving), and never under 15 minutes.
+func OldestMessageAlarmThreshold(visibility time.Duration) time.Duration {
+	return max(2*visibility, 15*time.Minute)
+}
+
+// addMonitoring creates the optional alarm topic, the alarms and the dashboard.
+func (c *Coordinator) addMonitoring(cfg Config) {
+	c.addAlarmTopic(cfg)
+	p := c.Definition.Prefix
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+
+	var alarms []interfacesawscloudwatch.IAlarmRef
+	alarm := func(id, name, desc string, m awscloudwatch.IMetric, threshold float64) {
+		a := awscloudwatch.NewAlarm(c.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmName:          jsii.String(name),
+			AlarmDescription:   jsii.String(desc),
+			Metric:             m,
+			Threshold:          jsii.Number(threshold),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		if c.AlarmTopic != nil {
+			action := awscloudwatchactions.NewSnsAction(c.AlarmTopic)
+			a.AddAlarmAction(action)
+			a.AddOkAction(action)
+		}
+		alarms = append(alarms, a)
+	}
+
+	var depth, age, dlqDepth []awscloudwatch.IMetric
+	for _, q := range c.Definition.Queues {
+		id := exportName(q.Class)
+		main, dlq := c.Queues[q.Class], c.DLQs[q.Class]
+		mo := &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum"), Label: jsii.String(q.Class)}
+		depth = append(depth, main.MetricApproximateNumberOfMessagesVisible(mo))
+		age = append(age, main.MetricApproximateAgeOfOldestMessage(mo))
+		dlqDepth = append(dlqDepth, dlq.MetricApproximateNumberOfMessagesVisible(mo))
+
+		alarm(id+"DLQDepthAlarm", fmt.Sprintf("%s-%s-dlq-not-empty", p, q.Class),
+			fmt.Sprintf("%s tasks reached the DLQ %s after %d receives: inspect, fix, redrive", q.Class, q.DLQName, q.MaxReceiveCount),
+			dlq.MetricApproximateNumberOfMessagesVisible(mo), 0)
+		th := OldestMessageAlarmThreshold(q.VisibilityTimeout)
+		alarm(id+"OldestMessageAlarm", fmt.Sprintf("%s-%s-oldest-message-age", p, q.Class),
+			fmt.Sprintf("oldest %s task older than %s (2x visibility %s): consumer stuck or failing", q.Class, th, q.VisibilityTimeout),
+			main.MetricApproximateAgeOfOldestMessage(mo), th.Seconds())
+	}
+
+	var errs, dur, throttles, conc []awscloudwatch.IMetric
+	for _, f := range c.Definition.Functions {
+		fn := c.Functions[f.Name]
+		label := jsii.String(f.Name)
+		errs = append(errs, fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum"), Label: label}))
+		dur = append(dur, fn.MetricDuration(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("p99"), Label: jsii.String(f.Name + " p99")}))
+		throttles = append(throttles, fn.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum"), Label: label}))
+		conc = append(conc, fn.Metric(jsii.String("ConcurrentExecutions"), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum"), Label: label}))
+
+		alarm(exportName(f.Name)+"ErrorsAlarm", fmt.Sprintf("%s-%s-errors", p, f.Name),
+			fmt.Sprintf("function %s reported errors (invocation failures; task-level failures go back to the queue)", FunctionName(p, f.Name)),
+			fn.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 0)
+	}
+
+	// Coordinator metrics: SEARCH over every dimension set (Function, and
+	// Function+Reason for GCDeferred) so new emitters appear without a deploy.
+	search := func(name string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression:   jsii.String(fmt.Sprintf(`SEARCH('Namespace="%s" MetricName="%s"', 'Sum', 300)`, metrics.Namespace, name)),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{},
+			Label:        jsii.String(name),
+			Period:       five,
+		})
+	}
+	coord := func(names ...string) *[]awscloudwatch.IMetric {
+		var out []awscloudwatch.IMetric
+		for _, n := range names {
+			out = append(out, search(n))
+		}
+		return &out
+	}
+
+	graph := func(title string, ms []awscloudwatch.IMetric) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &ms, Width: jsii.Number(8), Height: jsii.Number(6)})
+	}
+	coordGraph := func(title string, names ...string) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: coord(names...), Width: jsii.Number(8), Height: jsii.Number(6)})
+	}
+	dash := awscloudwatch.NewDashboard(c.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: jsii.String(p + "-coordinator"),
+	})
+	dash.AddWidgets(
+		graph("Queue depth (visible messages) per class", depth),
+		graph("Oldest message age (s) per class", age),
+		graph("DLQ depth per class", dlqDepth),
+	)
+	dash.AddWidgets(
+		graph("Function errors", errs),
+		graph("Function duration p99 (ms)", dur),
+		graph("Function throttles", throttles),
+	)
+	dash.AddWidgets(
+		graph("Function concurrent executions", conc),
+		coordGraph("Heads observed / events absorbed", "HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed"),
+		coordGraph("Tasks: enqueued, stale results, cutovers, leases lost", "TasksEnqueued", "StaleResultsDropped", "CutoversAccepted", "LeaseLost"),
+	)
+	dash.AddWidgets(
+		coordGraph("GC: objects deleted, deferred (by Reason)", "ObjectsDeleted", "GCDeferred"),
+		awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
+			Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(16), Height: jsii.Number(6),
+		}),
+	)
+}
+
+// addAlarmTopic sets c.AlarmTopic from context: an existing topic by ARN, or
+// a new topic (encrypted with a rotating customer-managed key that only
+// CloudWatch may use, TLS-only) with an email subscription, or none.
+func (c *Coordinator) addAlarmTopic(cfg Config) {
+	switch {
+	case cfg.AlarmTopicArn != "":
+		c.AlarmTopic = awssns.Topic_FromTopicArn(c.Stack, jsii.String("AlarmTopic"), jsii.String(cfg.AlarmTopicArn))
+	case cfg.AlarmEmail != "":
+		// CloudWatch alarms cannot publish to a topic encrypted with the
+		// AWS-managed aws/sns key (its key policy cannot admit CloudWatch),
+		// so the topic gets its own key. No function is granted this key.
+		key := awskms.NewKey(c.Stack, jsii.String("AlarmTopicKey"), &awskms.KeyProps{
+			Description:       jsii.String(c.Definition.Prefix + " coordinator alarm topic encryption"),
+			EnableKeyRotation: jsii.Bool(true),
+			RemovalPolicy:     awscdk.RemovalPolicy_DESTROY,
+			PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
+		})
+		cw := awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)
+		sameAccount := &map[string]interface{}{"StringEquals": map[string]interface{}{"aws:SourceAccount": c.Stack.Account()}}
+		key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("CloudWatchAlarmsPublish"),
+			Principals: &[]awsiam.IPrincipal{cw},
+			Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
+			Resources:  jsii.Strings("*"), // in a key policy, "*" is this key
+			Conditions: sameAccount,
+		}), jsii.Bool(false))
+		topic := awssns.NewTopic(c.Stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
+			DisplayName: jsii.String(c.Definition.Prefix + " coordinator alarms"),
+			MasterKey:   key,
+			EnforceSSL:  jsii.Bool(true),
+		})
+		topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("CloudWatchAlarmsPublish"),
+			Principals: &[]awsiam.IPrincipal{cw},
+			Actions:    jsii.Strings("sns:Publish"),
+			Resources:  jsii.Strings(*topic.TopicArn()),
+			Conditions: sameAccount,
+		}))
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(cfg.AlarmEmail), nil))
+		c.AlarmTopic = topic
+	}
+}

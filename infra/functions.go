@@ -1,0 +1,232 @@
+package main
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3notifications"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// logRetention is how long function logs (and the EMF metrics in them) stay.
+const logRetention = awslogs.RetentionDays_ONE_MONTH
+
+// checkAssets verifies, for every function, that <assetDir>/<name>/bootstrap
+// exists and is a linux/arm64 ELF executable, and returns the absolute asset
+// directory per function. CDK itself panics on a missing directory and
+// silently zips an empty one; neither may reach a deployment.
+func checkAssets(assetDir string, fns []resources.Function) (map[string]string, error) {
+	if assetDir == "" {
+		return nil, errors.New("asset dir is empty: set context assetDir (run `make build` first)")
+	}
+	abs, err := filepath.Abs(assetDir)
+	if err != nil {
+		return nil, fmt.Errorf("asset dir %q: %w", assetDir, err)
+	}
+	out := map[string]string{}
+	var problems []string
+	for _, f := range fns {
+		dir := filepath.Join(abs, f.Name)
+		if err := checkBootstrap(dir); err != nil {
+			problems = append(problems, fmt.Sprintf("function %s: %v", f.Name, err))
+			continue
+		}
+		out[f.Name] = dir
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("function assets unusable (run `make build` before synth):\n  %s", strings.Join(problems, "\n  "))
+	}
+	return out, nil
+}
+
+func checkBootstrap(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("asset directory: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("asset %s is not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("asset directory: %w", err)
+	}
+	if len(entries) == 0 {
+		return fmt.Errorf("asset directory %s is empty (no bootstrap)", dir)
+	}
+	path := filepath.Join(dir, "bootstrap")
+	st, err = os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("bootstrap missing: %w", err)
+	}
+	if !st.Mode().IsRegular() || st.Size() == 0 {
+		return fmt.Errorf("%s is not a non-empty regular file", path)
+	}
+	if st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not executable", path)
+	}
+	ef, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s is not an ELF executable: %v", path, err)
+	}
+	defer ef.Close()
+	if ef.Machine != elf.EM_AARCH64 || ef.Type != elf.ET_EXEC && ef.Type != elf.ET_DYN {
+		return fmt.Errorf("%s is %s/%s, want an arm64 executable (GOOS=linux GOARCH=arm64)", path, ef.Machine, ef.Type)
+	}
+	return nil
+}
+
+// exportName turns "compaction" or "gc" into a construct id part.
+func exportName(s string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range s {
+		if r == '-' || r == '_' {
+			up = true
+			continue
+		}
+		if up {
+			r = unicode.ToUpper(r)
+			up = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// FunctionName is a function's deployed name.
+func FunctionName(prefix, fn string) string { return prefix + "-" + fn }
+
+// addFunctions creates each function with its own role and log group, its
+// environment from the definition, the head notification and the schedule.
+func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
+	env, err := c.envValues(cfg)
+	if err != nil {
+		return err
+	}
+	for _, f := range c.Definition.Functions {
+		id := exportName(f.Name)
+		name := FunctionName(c.Definition.Prefix, f.Name)
+		vars := map[string]*string{}
+		for _, k := range f.Env {
+			v, ok := env[k]
+			if !ok {
+				return fmt.Errorf("function %s reads %s, which this stack does not know how to fill", f.Name, k)
+			}
+			vars[k] = v
+		}
+		logGroup := awslogs.NewLogGroup(c.Stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+			LogGroupName:  jsii.String("/aws/lambda/" + name),
+			Retention:     logRetention,
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		role := awsiam.NewRole(c.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+			Description: jsii.String("least-privilege role of the " + name + " function"),
+		})
+		// Instead of the AWSLambdaBasicExecutionRole managed policy (log
+		// writes anywhere): writes to this function's own log group only.
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("OwnLogs"),
+			Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+			Resources: jsii.Strings(*logGroup.LogGroupArn()),
+		}))
+		fn := awslambda.NewFunction(c.Stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
+			FunctionName:  jsii.String(name),
+			Description:   jsii.String(f.Description),
+			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:  awslambda.Architecture_ARM_64(),
+			Handler:       jsii.String("bootstrap"),
+			Code:          awslambda.Code_FromAsset(jsii.String(assets[f.Name]), nil),
+			Timeout:       awscdk.Duration_Seconds(jsii.Number(f.Timeout.Seconds())),
+			MemorySize:    jsii.Number(float64(f.MemoryMB)),
+			Environment:   &vars,
+			Role:          role,
+			LogGroup:      logGroup,
+			LoggingFormat: awslambda.LoggingFormat_TEXT, // EMF lines pass through unchanged
+			RecursiveLoop: awslambda.RecursiveLoop_TERMINATE,
+		})
+		c.Functions[f.Name] = fn
+		c.Roles[f.Name] = role
+	}
+
+	// The head notification: object created under the collections prefix
+	// with the head suffix, delivered to the observer (S3 cannot notify FIFO).
+	b := c.Definition.Bucket
+	c.Bucket.AddEventNotification(awss3.EventType_OBJECT_CREATED,
+		awss3notifications.NewLambdaDestination(c.Functions[b.NotifyFunction]),
+		&awss3.NotificationKeyFilter{Prefix: jsii.String(b.NotifyPrefix), Suffix: jsii.String(b.NotifySuffix)})
+
+	// Periodic reconciliation: the observer re-reads heads without an event,
+	// repairing lost or reordered notifications.
+	awsevents.NewRule(c.Stack, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("periodic reconciliation by the " + b.NotifyFunction + " function"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(c.Definition.ReconcileSchedule.Minutes()))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(c.Functions[b.NotifyFunction], &awseventstargets.LambdaFunctionProps{
+			// A missed tick is harmless: the next one reconciles again.
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(c.Definition.ReconcileSchedule.Seconds())),
+		})},
+	})
+	return nil
+}
+
+// envValues maps each resources.Env* variable to its value in this stack.
+func (c *Coordinator) envValues(cfg Config) (map[string]*string, error) {
+	wmBucket := cfg.WatermarkBucket
+	if wmBucket == "" {
+		wmBucket = *c.Bucket.BucketName()
+	}
+	wmKey := cfg.WatermarkKey
+	if wmKey == "" {
+		wmKey = c.Definition.WatermarkKey
+	}
+	env := map[string]*string{
+		resources.EnvBucket:            c.Bucket.BucketName(),
+		resources.EnvTable:             c.Table.TableName(),
+		resources.EnvPublisherEndpoint: jsii.String(cfg.PublisherEndpoint),
+		resources.EnvCCSEndpoint:       jsii.String(cfg.CCSEndpoint),
+		resources.EnvWatermarkBucket:   jsii.String(wmBucket),
+		resources.EnvWatermarkKey:      jsii.String(wmKey),
+		resources.EnvPolicy:            jsii.String(cfg.Policy),
+	}
+	queueEnv := map[string]string{
+		resources.QueueCompaction: resources.EnvCompactionQueue,
+		resources.QueueGC:         resources.EnvGCQueue,
+		resources.QueueHandoff:    resources.EnvHandoffQueue,
+	}
+	for class, q := range c.Queues {
+		k, ok := queueEnv[class]
+		if !ok {
+			return nil, fmt.Errorf("queue class %q has no environment variable", class)
+		}
+		env[k] = q.QueueUrl()
+	}
+	return env, nil
+}
+
+// watermarkBucketName is the bucket GC reads the watermark from.
+func (c *Coordinator) watermark(cfg Config) (bucket awss3.IBucket, key string) {
+	key = cfg.WatermarkKey
+	if key == "" {
+		key = c.Definition.WatermarkKey
+	}
+	if cfg.WatermarkBucket == "" {
+		return c.Bucket, key
+	}
+	return awss3.Bucket_FromBucketName(c.Stack, jsii.String("WatermarkBucket"), jsii.String(cfg.WatermarkBucket)), key
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// KeyGlobs are the IAM object-key patterns of the bucket layout, derived
+// from shared/contract's key functions (never typed in by hand). In IAM, '*'
+// matches any characters including '/'.
+type KeyGlobs struct {
+	Heads     string   // collections/*/manifest_committed_head.json
+	Manifests string   // collections/*/manifests/*   (roots and parts)
+	Data      string   // collections/*/data/*        (every level)
+	Rewrites  []string // collections/*/data/l<L>/* for L = 1..MaxLevel (rewrite outputs; level 0 is appends)
+}
+
+// Globs derives the key patterns from the contract's key layout.
+func Globs() KeyGlobs {
+	const c, task = "c", "t"
+	anyColl := func(key string) string {
+		return strings.Replace(key, contract.CollectionPrefix(c), contract.CollectionsPrefix+"*/", 1)
+	}
+	g := KeyGlobs{
+		Heads:     anyColl(contract.HeadKey(c)),
+		Manifests: anyColl(contract.ManifestsPrefix(c)) + "*",
+		Data:      anyColl(contract.DataPrefix(c)) + "*",
+	}
+	for l := 1; l <= contract.MaxLevel; l++ {
+		g.Rewrites = append(g.Rewrites, anyColl(strings.TrimSuffix(contract.RewritePrefix(c, l, task), task+"/"))+"*")
+	}
+	return g
+}
+
+// DynamoDB actions on single items; leases and fences use conditional
+// writes (and TransactWriteItems, whose per-item actions these are).
+var (
+	tableItemOps     = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
+	observerTableOps = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+)
+
+// addPolicies grants each function's role exactly what that function uses.
+// The SQS event source mappings add the consume permissions on the consumer's
+// own queue (see addEventSources). Nothing grants s3:PutObject on a head key:
+// only the Manifest Publisher writes heads.
+func (c *Coordinator) addPolicies(cfg Config) {
+	g := Globs()
+	objects := func(globs ...string) []*string {
+		var out []*string
+		for _, p := range globs {
+			out = append(out, c.Bucket.ArnForObjects(jsii.String(p)))
+		}
+		return out
+	}
+	stmt := func(sid string, actions []string, res []*string) awsiam.PolicyStatement {
+		return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String(sid), Actions: jsii.Strings(actions...), Resources: &res,
+		})
+	}
+	table := []*string{c.Table.TableArn()}
+	queueArn := func(class string) *string { return c.Queues[class].QueueArn() }
+	add := func(fn string, s ...awsiam.PolicyStatement) {
+		for _, st := range s {
+			c.Roles[fn].AddToPrincipalPolicy(st)
+		}
+	}
+
+	// observer: re-reads heads and opens manifests; never writes or deletes
+	// objects; keeps debt in the table; enqueues compaction and GC tasks.
+	add(resources.FnObserver,
+		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
+		stmt("CoordinatorState", observerTableOps, table),
+		stmt("EnqueueTasks", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueCompaction), queueArn(resources.QueueGC)}),
+	)
+
+	// compaction: reads the head (staleness check before expensive work),
+	// the pinned manifests and their data; writes only rewrite outputs
+	// (levels 1..MaxLevel, never level 0 appends, never a manifest or head);
+	// hands the result to the handoff queue.
+	add(resources.FnCompaction,
+		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),
+		stmt("WriteRewriteOutputs", []string{"s3:PutObject"}, objects(g.Rewrites...)),
+		stmt("CoordinatorState", tableItemOps, table),
+		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),
+	)
+
+	// gc: re-checks the delete predicate at execution time (head, retained
+	// manifests, object metadata, the query plane's watermark); deletes only
+	// data and manifest keys (S3 ARNs cannot exclude a suffix, and by the key
+	// layout neither pattern matches collections/<c>/manifest_committed_head.json);
+	// lists only under the rewrite levels' prefixes, to propose never-committed
+	// outputs of crashed tasks as candidates (never as the truth of what to delete).
+	wmBucket, wmKey := c.watermark(cfg)
+	add(resources.FnGC,
+		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),
+		stmt("ReadWatermark", []string{"s3:GetObject"}, []*string{wmBucket.ArnForObjects(jsii.String(wmKey))}),
+		stmt("DeleteDataAndManifests", []string{"s3:DeleteObject"}, objects(g.Data, g.Manifests)),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("ListOrphanCandidates"),
+			Actions:   jsii.Strings("s3:ListBucket"),
+			Resources: jsii.Strings(*c.Bucket.BucketArn()),
+			Conditions: &map[string]interface{}{
+				"StringLike": map[string]interface{}{"s3:prefix": g.Rewrites},
+			},
+		}),
+		stmt("CoordinatorState", tableItemOps, table),
+		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),
+	)
+
+	// handoff: reads heads and manifests to decide an ambiguous outcome from
+	// the head; talks to the publisher and CCS over HTTP (no AWS grant).
+	add(resources.FnHandoff,
+		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
+		stmt("CoordinatorState", tableItemOps, table),
+	)
+}
+
+// checkPoliciesCover guards against a function added to the definition
+// without a least-privilege policy here.
+func checkPoliciesCover(def resources.Definition) error {
+	known := map[string]bool{resources.FnObserver: true, resources.FnCompaction: true, resources.FnGC: true, resources.FnHandoff: true}
+	for _, f := range def.Functions {
+		if !known[f.Name] {
+			return fmt.Errorf("function %s has no least-privilege policy in infra/iam.go", f.Name)
+		}
+	}
+	return nil
+}

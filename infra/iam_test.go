@@ -1,0 +1,316 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// grant is one flattened Allow/Deny of one action on one resource.
+type grant struct{ effect, action, resource, cond string }
+
+func (g grant) String() string {
+	s := g.effect + " " + g.action + " " + g.resource
+	if g.cond != "" {
+		s += " if " + g.cond
+	}
+	return s
+}
+
+func flatten(doc any) []grant {
+	var out []grant
+	for _, st := range list(doc.(map[string]any)["Statement"]) {
+		st := st.(map[string]any)
+		cond := ""
+		if c, ok := st["Condition"]; ok {
+			cond = render(c)
+		}
+		for _, a := range list(st["Action"]) {
+			for _, r := range list(st["Resource"]) {
+				out = append(out, grant{st["Effect"].(string), render(a), render(r), cond})
+			}
+		}
+	}
+	return out
+}
+
+// identityPolicies returns every identity-based policy statement in the
+// template, by the logical id of the role it applies to.
+func (s *synth) identityPolicies() map[string][]grant {
+	out := map[string][]grant{}
+	for _, id := range s.ofType("AWS::IAM::Policy") {
+		p := props(s.resource[id])
+		for _, r := range list(p["Roles"]) {
+			role := strings.Trim(render(r), "${}")
+			out[role] = append(out[role], flatten(p["PolicyDocument"])...)
+		}
+	}
+	for _, id := range s.ofType("AWS::IAM::Role") {
+		for _, pol := range list(props(s.resource[id])["Policies"]) {
+			out[id] = append(out[id], flatten(pol.(map[string]any)["PolicyDocument"])...)
+		}
+	}
+	return out
+}
+
+func (s *synth) roleGrants(t *testing.T, fn string) []grant {
+	return s.identityPolicies()[s.id(t, exportName(fn)+"Role")]
+}
+
+// iamMatch reports whether an IAM resource pattern matches arn ('*' is any
+// run of characters including '/', '?' is one character).
+func iamMatch(pattern, arn string) bool {
+	re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(pattern)) + "$"
+	return regexp.MustCompile(re).MatchString(arn)
+}
+
+func actionMatch(pattern, action string) bool { return iamMatch(pattern, action) }
+
+// bucketArn is how the data bucket's ARN renders in each stack.
+func (s *synth) bucketArn(t *testing.T) string {
+	if s == imp {
+		return "arn:${AWS::Partition}:s3:::" + impBucket
+	}
+	return getAtt(s.id(t, "DataBucket"), "Arn")
+}
+
+func TestGlobsFollowTheContractKeyLayout(t *testing.T) {
+	g := Globs()
+	want := KeyGlobs{
+		Heads:     "collections/*/manifest_committed_head.json",
+		Manifests: "collections/*/manifests/*",
+		Data:      "collections/*/data/*",
+	}
+	for l := 1; l <= contract.MaxLevel; l++ {
+		want.Rewrites = append(want.Rewrites, fmt.Sprintf("collections/*/data/l%d/*", l))
+	}
+	if fmt.Sprint(g) != fmt.Sprint(want) {
+		t.Fatalf("Globs() = %+v\nwant      %+v", g, want)
+	}
+}
+
+func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		B := s.bucketArn(t)
+		wm := B + "/query-plane/global_safe_ts.json"
+		if s == imp {
+			wm = "arn:${AWS::Partition}:s3:::" + impWMBucket + "/" + impWMKey
+		}
+		table := getAtt(s.id(t, "CoordinatorTable"), "Arn")
+		queue := func(class string) string { return getAtt(s.id(t, exportName(class)+"Queue"), "Arn") }
+		var rewrites []string
+		for l := 1; l <= contract.MaxLevel; l++ {
+			rewrites = append(rewrites, fmt.Sprintf("%s/collections/*/data/l%d/*", B, l))
+		}
+		heads, manifests, data := B+"/collections/*/manifest_committed_head.json", B+"/collections/*/manifests/*", B+"/collections/*/data/*"
+		itemOps := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
+		consume := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+
+		for _, f := range s.c.Definition.Functions {
+			want := map[string]bool{}
+			allow := func(actions []string, res ...string) {
+				for _, a := range actions {
+					for _, r := range res {
+						want[grant{"Allow", a, r, ""}.String()] = true
+					}
+				}
+			}
+			allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, getAtt(s.id(t, exportName(f.Name)+"Logs"), "Arn"))
+			switch f.Name {
+			case resources.FnObserver:
+				allow([]string{"s3:GetObject"}, heads, manifests)
+				allow([]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, table)
+				allow([]string{"sqs:SendMessage"}, queue(resources.QueueCompaction), queue(resources.QueueGC))
+			case resources.FnCompaction:
+				allow([]string{"s3:GetObject"}, heads, manifests, data)
+				allow([]string{"s3:PutObject"}, rewrites...)
+				allow(itemOps, table)
+				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))
+				allow(consume, queue(resources.QueueCompaction))
+			case resources.FnGC:
+				allow([]string{"s3:GetObject"}, heads, manifests, data, wm)
+				allow([]string{"s3:DeleteObject"}, data, manifests)
+				var prefixes []string
+				for _, r := range rewrites {
+					prefixes = append(prefixes, `"`+strings.TrimPrefix(r, B+"/")+`"`)
+				}
+				want[grant{"Allow", "s3:ListBucket", B, `{"StringLike":{"s3:prefix":[` + strings.Join(prefixes, ",") + `]}}`}.String()] = true
+				allow(itemOps, table)
+				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))
+				allow(consume, queue(resources.QueueGC))
+			case resources.FnHandoff:
+				allow([]string{"s3:GetObject"}, heads, manifests)
+				allow(itemOps, table)
+				allow(consume, queue(resources.QueueHandoff))
+			default:
+				t.Fatalf("no expectation for function %s", f.Name)
+			}
+			got := map[string]bool{}
+			for _, g := range s.roleGrants(t, f.Name) {
+				got[g.String()] = true
+			}
+			var missing, extra []string
+			for g := range want {
+				if !got[g] {
+					missing = append(missing, g)
+				}
+			}
+			for g := range got {
+				if !want[g] {
+					extra = append(extra, g)
+				}
+			}
+			sort.Strings(missing)
+			sort.Strings(extra)
+			if len(missing)+len(extra) > 0 {
+				t.Errorf("%s role:\n missing %s\n extra   %s", f.Name, strings.Join(missing, "\n         "), strings.Join(extra, "\n         "))
+			}
+		}
+	})
+}
+
+func TestRolesTrustOnlyLambdaAndHaveNoManagedPolicies(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		for _, f := range s.c.Definition.Functions {
+			p := props(s.resource[s.id(t, exportName(f.Name)+"Role")])
+			trust := render(p["AssumeRolePolicyDocument"])
+			if trust != `{"Statement":[{"Action":"sts:AssumeRole","Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"}}],"Version":"2012-10-17"}` {
+				t.Errorf("%s trust policy %s", f.Name, trust)
+			}
+			if p["ManagedPolicyArns"] != nil || p["Policies"] != nil {
+				t.Errorf("%s role has managed %v / inline %v policies", f.Name, p["ManagedPolicyArns"], p["Policies"])
+			}
+		}
+	})
+}
+
+// sampleKeys are real keys of the layout, made by the contract.
+func sampleKeys() (heads, manifests, data, rewrites, appends []string) {
+	for _, c := range []string{"orders", "a", "data", "manifests", "l1"} {
+		heads = append(heads, contract.HeadKey(c))
+		manifests = append(manifests, contract.ManifestKey(c, 7, "sha256:ab12"), contract.PartKey(c, "sha256:cd34"))
+		appends = append(appends, contract.AppendSegmentKey(c, 7, 0))
+		for l := 1; l <= contract.MaxLevel; l++ {
+			rewrites = append(rewrites, contract.RewriteOutputKey(c, l, "task-1", 3))
+		}
+	}
+	data = append(append([]string{}, appends...), rewrites...)
+	return
+}
+
+func TestNoRoleCanWriteHeadsAndGCCannotDeleteThem(t *testing.T) {
+	heads, _, _, _, _ := sampleKeys()
+	both(t, func(t *testing.T, s *synth) {
+		B := s.bucketArn(t)
+		for role, grants := range s.identityPolicies() {
+			for _, g := range grants {
+				if g.effect != "Allow" {
+					continue
+				}
+				for _, act := range []string{"s3:PutObject", "s3:DeleteObject", "s3:PutObjectAcl", "s3:RestoreObject"} {
+					if !actionMatch(g.action, act) {
+						continue
+					}
+					for _, h := range heads {
+						if iamMatch(g.resource, B+"/"+h) {
+							t.Errorf("role %s may %s head %s through %s", role, act, h, g)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestGCDeletesOnlyDataAndManifestKeys(t *testing.T) {
+	heads, manifests, data, _, _ := sampleKeys()
+	both(t, func(t *testing.T, s *synth) {
+		B := s.bucketArn(t)
+		may := func(key string) bool {
+			for _, g := range s.roleGrants(t, resources.FnGC) {
+				if g.effect == "Allow" && actionMatch(g.action, "s3:DeleteObject") && iamMatch(g.resource, B+"/"+key) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, k := range append(manifests, data...) {
+			if !may(k) {
+				t.Errorf("gc cannot delete %s", k)
+			}
+		}
+		for _, k := range append(heads, s.c.Definition.WatermarkKey, "collections/orders/other.json", "outside/x.seg") {
+			if may(k) {
+				t.Errorf("gc may delete %s", k)
+			}
+		}
+		for _, f := range s.c.Definition.Functions {
+			if f.Name == resources.FnGC {
+				continue
+			}
+			for _, g := range s.roleGrants(t, f.Name) {
+				if actionMatch(g.action, "s3:DeleteObject") {
+					t.Errorf("%s may delete objects: %s", f.Name, g)
+				}
+			}
+		}
+	})
+}
+
+func TestOnlyCompactionWritesAndOnlyRewriteOutputs(t *testing.T) {
+	heads, manifests, _, rewrites, appends := sampleKeys()
+	both(t, func(t *testing.T, s *synth) {
+		B := s.bucketArn(t)
+		may := func(fn, key string) bool {
+			for _, g := range s.roleGrants(t, fn) {
+				if g.effect == "Allow" && actionMatch(g.action, "s3:PutObject") && iamMatch(g.resource, B+"/"+key) {
+					return true
+				}
+			}
+			return false
+		}
+		for _, k := range rewrites {
+			if !may(resources.FnCompaction, k) {
+				t.Errorf("compaction cannot write its output %s", k)
+			}
+		}
+		for _, f := range s.c.Definition.Functions {
+			for _, k := range append(append(append([]string{}, heads...), manifests...), appends...) {
+				if may(f.Name, k) {
+					t.Errorf("%s may write %s", f.Name, k)
+				}
+			}
+			if f.Name == resources.FnCompaction {
+				continue
+			}
+			for _, g := range s.roleGrants(t, f.Name) {
+				if strings.HasPrefix(g.action, "s3:") && g.action != "s3:GetObject" && g.action != "s3:DeleteObject" && g.action != "s3:ListBucket" {
+					t.Errorf("%s has %s", f.Name, g)
+				}
+			}
+		}
+		// The observer reads; it never writes or deletes an object.
+		for _, g := range s.roleGrants(t, resources.FnObserver) {
+			if strings.HasPrefix(g.action, "s3:") && g.action != "s3:GetObject" {
+				t.Errorf("observer has %s", g)
+			}
+		}
+	})
+}
+
+func TestNoWildcardActions(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		for role, grants := range s.identityPolicies() {
+			for _, g := range grants {
+				if strings.ContainsAny(g.action, "*?") {
+					t.Errorf("role %s has a wildcard action: %s", role, g)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// dashboard returns the dashboard body as JSON (tokens rendered as ${...}).
+func (s *synth) dashboard(t *testing.T) map[string]any {
+	t.Helper()
+	ids := s.ofType("AWS::CloudWatch::Dashboard")
+	if len(ids) != 1 {
+		t.Fatalf("%d dashboards", len(ids))
+	}
+	body := render(props(s.resource[ids[0]])["DashboardBody"])
+	var out map[string]any
+	if err := json.Unmarshal([]byte(body), &out); err != nil {
+		t.Fatalf("dashboard body is not JSON: %v\n%s", err, body)
+	}
+	return out
+}
+
+// dashboardMetrics lists every metric of every graph as "Namespace MetricName Dim=Value..." or the expression.
+func dashboardMetrics(d map[string]any) []string {
+	var out []string
+	for _, w := range d["widgets"].([]any) {
+		p := w.(map[string]any)["properties"].(map[string]any)
+		ms, _ := p["metrics"].([]any)
+		for _, mm := range ms {
+			row := mm.([]any)
+			if opts, ok := row[0].(map[string]any); ok {
+				out = append(out, fmt.Sprint(opts["expression"]))
+				continue
+			}
+			var parts []string
+			for _, x := range row {
+				if s, ok := x.(string); ok {
+					parts = append(parts, s)
+				}
+			}
+			out = append(out, strings.Join(parts, " "))
+		}
+	}
+	return out
+}
+
+func TestDashboardShowsQueuesDLQsFunctionsAndCoordinatorMetrics(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		got := strings.Join(dashboardMetrics(s.dashboard(t)), "\n")
+		var want []string
+		for _, q := range s.c.Definition.Queues {
+			qn := getAtt(s.id(t, exportName(q.Class)+"Queue"), "QueueName")
+			dn := getAtt(s.id(t, exportName(q.Class)+"DLQ"), "QueueName")
+			want = append(want,
+				"AWS/SQS ApproximateNumberOfMessagesVisible QueueName "+qn,
+				"AWS/SQS ApproximateAgeOfOldestMessage QueueName "+qn,
+				"AWS/SQS ApproximateNumberOfMessagesVisible QueueName "+dn,
+			)
+		}
+		for _, f := range s.c.Definition.Functions {
+			fn := ref(s.id(t, exportName(f.Name)+"Function"))
+			for _, metric := range []string{"Errors", "Duration", "Throttles", "ConcurrentExecutions"} {
+				want = append(want, "AWS/Lambda "+metric+" FunctionName "+fn)
+			}
+		}
+		for _, name := range []string{"HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed", "TasksEnqueued",
+			"StaleResultsDropped", "CutoversAccepted", "ObjectsDeleted", "GCDeferred", "LeaseLost"} {
+			want = append(want, fmt.Sprintf(`SEARCH('Namespace="BCC" MetricName="%s"', 'Sum', 300)`, name))
+		}
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("dashboard lacks %q", w)
+			}
+		}
+		if t.Failed() {
+			t.Logf("dashboard metrics:\n%s", got)
+		}
+	})
+}
+
+func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		d := s.c.Definition
+		var actions any = assertions.Match_Absent()
+		if s == imp {
+			topic := s.id(t, "AlarmTopic")
+			actions = []any{refM(topic)}
+			check(t, "alarm topic", func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::SNS::Topic"), m("KmsMasterKeyId", getAttM(s.id(t, "AlarmTopicKey"), "Arn")))
+				s.tmpl.HasResourceProperties(jsii.String("AWS::SNS::Subscription"), m("Protocol", "email", "Endpoint", impEmail, "TopicArn", refM(topic)))
+				s.tmpl.HasResourceProperties(jsii.String("AWS::KMS::Key"), m("EnableKeyRotation", true))
+			})
+		} else {
+			check(t, "no topic", func() { s.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0)) })
+		}
+		check(t, "alarm count", func() {
+			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions))))
+		})
+		for _, q := range d.Queues {
+			check(t, q.Class+" DLQ alarm", func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
+					"Namespace", "AWS/SQS", "MetricName", "ApproximateNumberOfMessagesVisible",
+					"Dimensions", []any{m("Name", "QueueName", "Value", getAttM(s.id(t, exportName(q.Class)+"DLQ"), "QueueName"))},
+					"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(0),
+					"AlarmActions", actions,
+				))
+			})
+			check(t, q.Class+" oldest message alarm", func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
+					"Namespace", "AWS/SQS", "MetricName", "ApproximateAgeOfOldestMessage",
+					"Dimensions", []any{m("Name", "QueueName", "Value", getAttM(s.id(t, exportName(q.Class)+"Queue"), "QueueName"))},
+					"ComparisonOperator", "GreaterThanThreshold", "Threshold", OldestMessageAlarmThreshold(q.VisibilityTimeout).Seconds(),
+					"AlarmActions", actions,
+				))
+			})
+			if th := OldestMessageAlarmThreshold(q.VisibilityTimeout); th < q.VisibilityTimeout {
+				t.Errorf("%s oldest-age threshold %s below visibility %s", q.Class, th, q.VisibilityTimeout)
+			}
+		}
+		for _, f := range d.Functions {
+			check(t, f.Name+" errors alarm", func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
+					"Namespace", "AWS/Lambda", "MetricName", "Errors",
+					"Dimensions", []any{m("Name", "FunctionName", "Value", refM(s.id(t, exportName(f.Name)+"Function")))},
+					"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(0), "Statistic", "Sum",
+					"AlarmActions", actions,
+				))
+			})
+		}
+	})
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+func TestCdkNagAwsSolutionsHasNoUnsuppressedFindings(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		nag := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
+		for kind, msgs := range map[string]*[]*cxapi.SynthesisMessage{
+			"error":   s.ann.FindError(jsii.String("*"), nag),
+			"warning": s.ann.FindWarning(jsii.String("*"), nag),
+			// any error at all (CDK's own validations too)
+			"any error": s.ann.FindError(jsii.String("*"), assertions.Match_AnyValue()),
+		} {
+			for _, msg := range *msgs {
+				t.Errorf("cdk-nag %s at %s: %v", kind, *msg.Id, msg.Entry.Data)
+			}
+		}
+	})
+}
+
+// TestSuppressionsAreTheDocumentedOnes pins which findings are suppressed,
+// on which resources, and that each carries its reason.
+func TestSuppressionsAreTheDocumentedOnes(t *testing.T) {
+	reasons := map[string]string{
+		"AwsSolutions-IAM5": ReasonObjectKeyWildcards,
+		"AwsSolutions-IAM4": ReasonNotificationsHandlerManagedPolicy,
+		"AwsSolutions-S1":   ReasonAccessLogBucket,
+	}
+	both(t, func(t *testing.T, s *synth) {
+		got := map[string]bool{}
+		for id, r := range s.resource {
+			md, _ := r["Metadata"].(map[string]any)
+			nag, _ := md["cdk_nag"].(map[string]any)
+			for _, sup := range list(nag["rules_to_suppress"]) {
+				sup := sup.(map[string]any)
+				rule := sup["id"].(string)
+				if reasons[rule] == "" || sup["reason"] != reasons[rule] {
+					t.Errorf("%s: unexpected suppression %s (%v)", id, rule, sup["reason"])
+				}
+				path, _ := md["aws:cdk:path"].(string)
+				path = strings.TrimPrefix(path, s.cfg.StackName+"/")
+				got[rule+" "+path[:strings.Index(path, "/")]] = true
+			}
+		}
+		want := map[string]bool{"AwsSolutions-IAM4 " + findChildID(s): true}
+		for _, f := range s.c.Definition.Functions {
+			want["AwsSolutions-IAM5 "+exportName(f.Name)+"Role"] = true
+		}
+		if s == def {
+			want["AwsSolutions-S1 AccessLogBucket"] = true
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("suppressions\n got %v\nwant %v", got, want)
+		}
+	})
+	for rule, r := range reasons {
+		if len(r) < 80 || !strings.HasPrefix(r, strings.TrimPrefix(rule, "AwsSolutions-")+":") {
+			t.Errorf("%s reason too thin: %q", rule, r)
+		}
+	}
+}
+
+func findChildID(s *synth) string {
+	return *findChild(s.c.Stack, "BucketNotificationsHandler").Node().Id()
+}
+
+func TestObjectKeyFindingRegexMatchesBothARNForms(t *testing.T) {
+	re := ObjectKeyFindingRegex("collections/*/manifests/*")
+	if re != `/^Resource::.+\/collections\/\*\/manifests\/\*$/` {
+		t.Fatalf("regex %s", re)
+	}
+}
+
+// TestSynthesisFailsLoudlyWithoutBootstrap: an empty or incomplete asset
+// directory must be an error from the stack constructor, never a silently
+// synthesized zip without bootstrap.
+func TestSynthesisFailsLoudlyWithoutBootstrap(t *testing.T) {
+	fns := resources.Default(DefaultPrefix).Functions
+	self, err := os.Executable() // an amd64 (or host) binary: wrong architecture
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(def.cfg.AssetDir, fns[0].Name, "bootstrap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		setup func(dir string) // dir is the broken function's asset dir
+		want  string
+	}{
+		{"asset dir missing", func(dir string) { os.RemoveAll(dir) }, "asset directory"},
+		{"asset dir empty", func(dir string) { os.Remove(filepath.Join(dir, "bootstrap")) }, "is empty"},
+		{"bootstrap missing", func(dir string) {
+			os.Remove(filepath.Join(dir, "bootstrap"))
+			os.WriteFile(filepath.Join(dir, "main"), good, 0o755)
+		}, "bootstrap missing"},
+		{"bootstrap empty", func(dir string) { os.WriteFile(filepath.Join(dir, "bootstrap"), nil, 0o755) }, "non-empty"},
+		{"bootstrap not executable", func(dir string) { os.Chmod(filepath.Join(dir, "bootstrap"), 0o644) }, "not executable"},
+		{"bootstrap not ELF", func(dir string) { os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("#!/bin/sh\n"), 0o755) }, "not an ELF"},
+		{"bootstrap wrong architecture", func(dir string) {
+			b, _ := os.ReadFile(self)
+			os.WriteFile(filepath.Join(dir, "bootstrap"), b, 0o755)
+		}, "arm64"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assets := t.TempDir()
+			for _, f := range fns {
+				os.MkdirAll(filepath.Join(assets, f.Name), 0o755)
+				if err := os.WriteFile(filepath.Join(assets, f.Name, "bootstrap"), good, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			broken := fns[len(fns)-1].Name
+			tc.setup(filepath.Join(assets, broken))
+			app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+			var c *Coordinator
+			var err error
+			check(t, "constructor", func() {
+				c, err = NewCoordinatorStack(app, "broken", &CoordinatorStackProps{Config: Config{AssetDir: assets}})
+			})
+			if err == nil || c != nil {
+				t.Fatalf("NewCoordinatorStack succeeded with a broken %s asset", broken)
+			}
+			if !strings.Contains(err.Error(), "function "+broken) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %q does not name function %s and %q", err, broken, tc.want)
+			}
+			if n := len(*app.Node().Children()); n != 0 {
+				t.Fatalf("the failed constructor left %d constructs in the app", n)
+			}
+		})
+	}
+}
+
+func TestConfigFromContext(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"dataBucketName": " b ", "prefix": "x"}})
+	c, err := ConfigFromContext(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Prefix != "x" || c.StackName != "x-coordinator" || c.DataBucketName != "b" || c.AssetDir != "build" {
+		t.Fatalf("config %+v", c)
+	}
+	app = awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"prefix": 3}})
+	if _, err := ConfigFromContext(app); err == nil {
+		t.Fatal("a non-string prefix was accepted")
+	}
+	if err := validate(resources.Default("x"), Config{AlarmEmail: "a@b", AlarmTopicArn: "arn:aws:sns:x"}); err == nil {
+		t.Fatal("both alarm destinations accepted")
+	}
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+func m(kv ...any) map[string]any {
+	out := map[string]any{}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+func refM(id string) map[string]any        { return m("Ref", id) }
+func getAttM(id, a string) map[string]any { return m("Fn::GetAtt", []any{id, a}) }
+
+// both runs f against both synthesized stacks.
+func both(t *testing.T, f func(t *testing.T, s *synth)) {
+	t.Run("created-bucket", func(t *testing.T) { f(t, def) })
+	t.Run("imported-bucket", func(t *testing.T) { f(t, imp) })
+}
+
+func TestHeadNotificationTargetsObserverWithSuffixFilter(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		b := s.c.Definition.Bucket
+		observer := s.id(t, exportName(b.NotifyFunction)+"Function")
+		check(t, "notification custom resource", func() {
+			s.tmpl.ResourceCountIs(jsii.String("Custom::S3BucketNotifications"), jsii.Number(1))
+			s.tmpl.HasResourceProperties(jsii.String("Custom::S3BucketNotifications"), m(
+				"NotificationConfiguration", assertions.Match_ObjectEquals(&map[string]any{
+					"LambdaFunctionConfigurations": []any{m(
+						"Events", []any{"s3:ObjectCreated:*"},
+						"Filter", m("Key", m("FilterRules", assertions.Match_ArrayEquals(&[]any{
+							m("Name", "suffix", "Value", "manifest_committed_head.json"),
+							m("Name", "prefix", "Value", "collections/"),
+						}))),
+						"LambdaFunctionArn", getAttM(observer, "Arn"),
+					)},
+				}),
+			))
+		})
+		// S3 may invoke the observer, only from this bucket and account.
+		check(t, "s3 invoke permission", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), m(
+				"Action", "lambda:InvokeFunction",
+				"FunctionName", getAttM(observer, "Arn"),
+				"Principal", "s3.amazonaws.com",
+				"SourceAccount", refM("AWS::AccountId"),
+			))
+		})
+		cr := props(s.resource[s.ofType("Custom::S3BucketNotifications")[0]])
+		if s == imp {
+			if cr["BucketName"] != impBucket || cr["Managed"] != false {
+				t.Fatalf("imported bucket notification: BucketName=%v Managed=%v, want %s and false (keep the bucket's other notifications)", cr["BucketName"], cr["Managed"], impBucket)
+			}
+		} else if render(cr["BucketName"]) != ref(s.id(t, "DataBucket")) {
+			t.Fatalf("notification on %v, want the data bucket", cr["BucketName"])
+		}
+	})
+}
+
+func TestQueuesAreFIFOWithFIFODLQs(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		d := s.c.Definition
+		check(t, "queue count", func() {
+			s.tmpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(float64(2*len(d.Queues))))
+		})
+		for _, q := range d.Queues {
+			id := exportName(q.Class)
+			dlq := s.id(t, id+"DLQ")
+			check(t, q.Class+" queue", func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), m(
+					"QueueName", q.Name,
+					"FifoQueue", true,
+					"ContentBasedDeduplication", false,
+					"SqsManagedSseEnabled", true,
+					"VisibilityTimeout", q.VisibilityTimeout.Seconds(),
+					"MessageRetentionPeriod", q.RetentionPeriod.Seconds(),
+					"RedrivePolicy", assertions.Match_ObjectEquals(&map[string]any{
+						"deadLetterTargetArn": getAttM(dlq, "Arn"),
+						"maxReceiveCount":     float64(q.MaxReceiveCount),
+					}),
+				))
+			})
+			check(t, q.Class+" DLQ", func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), m(
+					"QueueName", q.DLQName, "FifoQueue", true, "SqsManagedSseEnabled", true,
+				))
+			})
+			if !strings.HasSuffix(q.Name, ".fifo") || !strings.HasSuffix(q.DLQName, ".fifo") || q.MaxReceiveCount < 1 {
+				t.Fatalf("%s: names %s/%s, maxReceiveCount %d", q.Class, q.Name, q.DLQName, q.MaxReceiveCount)
+			}
+			// TLS only, on the queue and on its DLQ.
+			for _, qid := range []string{s.id(t, id+"Queue"), dlq} {
+				if !hasTLSDeny(s, "AWS::SQS::QueuePolicy", "Queues", ref(qid)) {
+					t.Fatalf("queue %s has no TLS-only queue policy", qid)
+				}
+			}
+		}
+	})
+}
+
+func TestVisibilityAtLeastSixTimesConsumerTimeout(t *testing.T) {
+	s := def
+	for _, q := range s.c.Definition.Queues {
+		qp := props(s.resource[s.id(t, exportName(q.Class)+"Queue")])
+		fp := props(s.resource[s.id(t, exportName(q.Consumer)+"Function")])
+		vis, timeout := qp["VisibilityTimeout"].(float64), fp["Timeout"].(float64)
+		if vis < 6*timeout {
+			t.Errorf("%s: visibility %vs < 6 x %s timeout %vs", q.Class, vis, q.Consumer, timeout)
+		}
+	}
+}
+
+func TestEventSourceMappingsReportBatchItemFailures(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		d := s.c.Definition
+		check(t, "mapping count", func() {
+			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), jsii.Number(float64(len(d.Queues))))
+		})
+		for _, q := range d.Queues {
+			check(t, q.Class+" mapping", func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), m(
+					"EventSourceArn", getAttM(s.id(t, exportName(q.Class)+"Queue"), "Arn"),
+					"FunctionName", refM(s.id(t, exportName(q.Consumer)+"Function")),
+					"BatchSize", float64(q.BatchSize),
+					"FunctionResponseTypes", []any{"ReportBatchItemFailures"},
+					"ScalingConfig", m("MaximumConcurrency", float64(q.MaxConcurrency)),
+					"Enabled", true,
+				))
+			})
+		}
+	})
+}
+
+func TestFunctionsRunBootstrapOnAL2023Arm64(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		d := s.c.Definition
+		// ours plus CDK's deploy-time BucketNotificationsHandler
+		check(t, "function count", func() {
+			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(float64(len(d.Functions)+1)))
+		})
+		for _, f := range d.Functions {
+			id := s.id(t, exportName(f.Name)+"Function")
+			check(t, f.Name, func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), m(
+					"FunctionName", FunctionName(d.Prefix, f.Name),
+					"Runtime", "provided.al2023",
+					"Architectures", []any{"arm64"},
+					"Handler", "bootstrap",
+					"MemorySize", float64(f.MemoryMB),
+					"Timeout", f.Timeout.Seconds(),
+					"Role", getAttM(s.id(t, exportName(f.Name)+"Role"), "Arn"),
+					"LoggingConfig", m("LogGroup", refM(s.id(t, exportName(f.Name)+"Logs"))),
+				))
+				s.tmpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), m(
+					"LogGroupName", "/aws/lambda/"+FunctionName(d.Prefix, f.Name),
+					"RetentionInDays", float64(30),
+				))
+			})
+			// The zipped asset really holds an executable bootstrap.
+			md := s.resource[id]["Metadata"].(map[string]any)
+			asset := filepath.Join(s.outdir, md["aws:asset:path"].(string), "bootstrap")
+			if st, err := os.Stat(asset); err != nil || st.Mode().Perm()&0o111 == 0 {
+				t.Errorf("%s: asset %s: %v (mode %v)", f.Name, asset, err, st)
+			}
+		}
+	})
+}
+
+func TestFunctionEnvironmentIsExactlyTheDefinedVariables(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		d := s.c.Definition
+		bucket, wmBucket, wmKey := impBucket, impWMBucket, impWMKey
+		publisher, ccs, policy := impPublisher, impCCS, impPolicy
+		if s == def {
+			bucket = ref(s.id(t, "DataBucket"))
+			wmBucket, wmKey = bucket, d.WatermarkKey
+			publisher, ccs, policy = "", "", ""
+		}
+		want := map[string]string{
+			resources.EnvBucket:            bucket,
+			resources.EnvTable:             ref(s.id(t, "CoordinatorTable")),
+			resources.EnvCompactionQueue:   ref(s.id(t, "CompactionQueue")),
+			resources.EnvGCQueue:           ref(s.id(t, "GcQueue")),
+			resources.EnvHandoffQueue:      ref(s.id(t, "HandoffQueue")),
+			resources.EnvPublisherEndpoint: publisher,
+			resources.EnvCCSEndpoint:       ccs,
+			resources.EnvWatermarkBucket:   wmBucket,
+			resources.EnvWatermarkKey:      wmKey,
+			resources.EnvPolicy:            policy,
+		}
+		for _, f := range d.Functions {
+			env := props(s.resource[s.id(t, exportName(f.Name)+"Function")])["Environment"].(map[string]any)["Variables"].(map[string]any)
+			got := map[string]string{}
+			for k, v := range env {
+				got[k] = render(v)
+			}
+			exp := map[string]string{}
+			for _, k := range f.Env {
+				exp[k] = want[k]
+			}
+			if fmt.Sprint(got) != fmt.Sprint(exp) {
+				t.Errorf("%s environment\n got %v\nwant %v", f.Name, got, exp)
+			}
+		}
+	})
+}
+
+func TestReconcileSchedule(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		d := s.c.Definition
+		observer := s.id(t, exportName(d.Bucket.NotifyFunction)+"Function")
+		check(t, "schedule rule", func() {
+			s.tmpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(1))
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), m(
+				"ScheduleExpression", fmt.Sprintf("rate(%d minutes)", int(d.ReconcileSchedule.Minutes())),
+				"State", "ENABLED",
+				"Targets", []any{assertions.Match_ObjectLike(&map[string]any{"Arn": getAttM(observer, "Arn")})},
+			))
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), m(
+				"FunctionName", getAttM(observer, "Arn"), "Principal", "events.amazonaws.com",
+			))
+		})
+	})
+}
+
+func TestTableOnDemandPITRTTLEncrypted(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		tb := s.c.Definition.Table
+		check(t, "table", func() {
+			s.tmpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1))
+			s.tmpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), m(
+				"TableName", tb.Name,
+				"BillingMode", "PAY_PER_REQUEST",
+				"KeySchema", []any{m("AttributeName", tb.PartitionKey, "KeyType", "HASH"), m("AttributeName", tb.SortKey, "KeyType", "RANGE")},
+				"PointInTimeRecoverySpecification", m("PointInTimeRecoveryEnabled", true),
+				"TimeToLiveSpecification", m("AttributeName", tb.TTLAttribute, "Enabled", true),
+				// SSEEnabled false = encrypted at rest with an AWS owned key (chosen explicitly).
+				"SSESpecification", m("SSEEnabled", false),
+			))
+		})
+	})
+}
+
+func TestDataBucketEncryptedTLSOnlyPrivateLogged(t *testing.T) {
+	s := def
+	d := s.c.Definition
+	bucket, logs := s.id(t, "DataBucket"), s.id(t, "AccessLogBucket")
+	check(t, "data bucket", func() {
+		s.tmpl.ResourceCountIs(jsii.String("AWS::S3::Bucket"), jsii.Number(2))
+		s.tmpl.HasResource(jsii.String("AWS::S3::Bucket"), m(
+			"DeletionPolicy", "Retain",
+			"Properties", assertions.Match_ObjectLike(&map[string]any{
+				"BucketName": d.Bucket.Name,
+				"BucketEncryption": m("ServerSideEncryptionConfiguration", []any{
+					m("ServerSideEncryptionByDefault", m("SSEAlgorithm", "AES256")),
+				}),
+				"PublicAccessBlockConfiguration": m("BlockPublicAcls", true, "BlockPublicPolicy", true, "IgnorePublicAcls", true, "RestrictPublicBuckets", true),
+				"LoggingConfiguration":           m("DestinationBucketName", refM(logs), "LogFilePrefix", d.Bucket.Name+"/"),
+				"OwnershipControls":              m("Rules", []any{m("ObjectOwnership", "BucketOwnerEnforced")}),
+			}),
+		))
+	})
+	check(t, "access log bucket", func() {
+		s.tmpl.HasResourceProperties(jsii.String("AWS::S3::Bucket"), m(
+			"BucketEncryption", m("ServerSideEncryptionConfiguration", []any{
+				m("ServerSideEncryptionByDefault", m("SSEAlgorithm", "AES256")),
+			}),
+			"PublicAccessBlockConfiguration", m("BlockPublicAcls", true, "BlockPublicPolicy", true, "IgnorePublicAcls", true, "RestrictPublicBuckets", true),
+		))
+	})
+	for _, b := range []string{bucket, logs} {
+		if !hasTLSDeny(s, "AWS::S3::BucketPolicy", "Bucket", ref(b)) {
+			t.Errorf("bucket %s has no TLS-only bucket policy", b)
+		}
+	}
+	// The imported bucket is not created (its owner keeps its policies).
+	check(t, "imported", func() { imp.tmpl.ResourceCountIs(jsii.String("AWS::S3::Bucket"), jsii.Number(0)) })
+}
+
+// hasTLSDeny reports whether a resource policy of typ attached (through
+// property attach) to target denies every request without TLS, on the target
+// itself and (for buckets) its objects.
+func hasTLSDeny(s *synth, typ, attach, target string) bool {
+	for _, id := range s.ofType(typ) {
+		p := props(s.resource[id])
+		attached := false
+		for _, a := range list(p[attach]) {
+			if render(a) == target {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range list(p["PolicyDocument"].(map[string]any)["Statement"]) {
+			st := st.(map[string]any)
+			cond := render(st["Condition"])
+			if st["Effect"] != "Deny" || cond != `{"Bool":{"aws:SecureTransport":"false"}}` || render(st["Principal"]) != `{"AWS":"*"}` {
+				continue
+			}
+			var acts, res []string
+			for _, a := range list(st["Action"]) {
+				acts = append(acts, render(a))
+			}
+			for _, r := range list(st["Resource"]) {
+				res = append(res, render(r))
+			}
+			allActs := strings.Join(acts, ",") == "s3:*" || strings.Join(acts, ",") == "sqs:*"
+			if !allActs {
+				continue
+			}
+			if typ == "AWS::S3::BucketPolicy" {
+				arn := getAtt(strings.Trim(target, "${}"), "Arn")
+				if strings.Join(res, ",") == arn+","+arn+"/*" {
+					return true
+				}
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,168 @@
+package awsio
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// S3API is the part of the S3 client the adapter uses.
+type S3API interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, opts ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, opts ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, opts ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// Bucket is one S3 bucket.
+type Bucket struct {
+	api  S3API
+	name string
+}
+
+// NewBucket adapts api to bucket name.
+func NewBucket(api S3API, name string) *Bucket { return &Bucket{api: api, name: name} }
+
+// Name is the bucket's name.
+func (b *Bucket) Name() string { return b.name }
+
+// Get reads a whole object.
+func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
+	body, _, err := b.GetWithETag(ctx, key)
+	return body, err
+}
+
+// GetWithETag reads a whole object and its ETag.
+func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, error) {
+	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
+	if err != nil {
+		return nil, "", translate("get", b.name+"/"+key, err, false)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("read %s/%s: %w", b.name, key, err)
+	}
+	return body, strings.Trim(aws.ToString(out.ETag), `"`), nil
+}
+
+// GetRange reads n bytes at off.
+func (b *Bucket) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key),
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
+	if err != nil {
+		return nil, translate("get range", b.name+"/"+key, err, false)
+	}
+	defer out.Body.Close()
+	return io.ReadAll(out.Body)
+}
+
+// Size returns an object's size.
+func (b *Bucket) Size(ctx context.Context, key string) (int64, error) {
+	out, err := b.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
+	if err != nil {
+		return 0, translate("head", b.name+"/"+key, err, false)
+	}
+	return aws.ToInt64(out.ContentLength), nil
+}
+
+// Put writes an object unconditionally and returns its ETag.
+func (b *Bucket) Put(ctx context.Context, key string, body []byte) (string, error) {
+	return b.put(ctx, key, body, nil, nil)
+}
+
+// PutIfMatch writes only if the object's current ETag is etag (a CAS).
+func (b *Bucket) PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error) {
+	return b.put(ctx, key, body, aws.String(`"`+etag+`"`), nil)
+}
+
+// PutIfAbsent writes only if no object exists at key.
+func (b *Bucket) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+	return b.put(ctx, key, body, nil, aws.String("*"))
+}
+
+func (b *Bucket) put(ctx context.Context, key string, body []byte, ifMatch, ifNoneMatch *string) (string, error) {
+	out, err := b.api.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b.name), Key: aws.String(key),
+		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))), IfMatch: ifMatch, IfNoneMatch: ifNoneMatch})
+	if err != nil {
+		return "", translate("put", b.name+"/"+key, err, true)
+	}
+	return strings.Trim(aws.ToString(out.ETag), `"`), nil
+}
+
+// Delete removes one object; deleting a missing key succeeds, as on S3.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	_, err := b.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
+	return translate("delete", b.name+"/"+key, err, true)
+}
+
+// DeleteResult reports one DeleteObjects call: keys confirmed gone and keys
+// that failed with their reason.
+type DeleteResult struct {
+	Deleted []string
+	Failed  map[string]string
+}
+
+// DeleteBatch deletes up to 1000 keys in one DeleteObjects call. A key that
+// was already gone is reported deleted, as S3 does.
+func (b *Bucket) DeleteBatch(ctx context.Context, keys []string) (DeleteResult, error) {
+	res := DeleteResult{Failed: map[string]string{}}
+	if len(keys) == 0 {
+		return res, nil
+	}
+	if len(keys) > 1000 {
+		return res, fmt.Errorf("delete batch of %d keys: at most 1000 per call", len(keys))
+	}
+	objs := make([]s3types.ObjectIdentifier, len(keys))
+	for i, k := range keys {
+		objs[i] = s3types.ObjectIdentifier{Key: aws.String(k)}
+	}
+	out, err := b.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(b.name), Delete: &s3types.Delete{Objects: objs, Quiet: aws.Bool(false)}})
+	if err != nil {
+		return res, translate("delete objects", b.name, err, true)
+	}
+	for _, d := range out.Deleted {
+		res.Deleted = append(res.Deleted, aws.ToString(d.Key))
+	}
+	for _, e := range out.Errors {
+		if aws.ToString(e.Code) == "NoSuchKey" {
+			res.Deleted = append(res.Deleted, aws.ToString(e.Key))
+			continue
+		}
+		res.Failed[aws.ToString(e.Key)] = aws.ToString(e.Code) + ": " + aws.ToString(e.Message)
+	}
+	return res, nil
+}
+
+// Listed is one object seen by a listing.
+type Listed struct {
+	Key          string
+	Size         int64
+	LastModified time.Time
+}
+
+// List pages through every key under prefix. Listing only ever proposes
+// candidates; it is never the truth about what is live.
+func (b *Bucket) List(ctx context.Context, prefix string) ([]Listed, error) {
+	var out []Listed
+	p := s3.NewListObjectsV2Paginator(b.api, &s3.ListObjectsV2Input{Bucket: aws.String(b.name), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, translate("list", b.name+"/"+prefix, err, false)
+		}
+		for _, o := range page.Contents {
+			out = append(out, Listed{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), LastModified: aws.ToTime(o.LastModified)})
+		}
+	}
+	return out, nil
+}

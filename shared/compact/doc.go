@@ -1,0 +1,47 @@
+// Package compact decides which committed objects of a collection are worth
+// rewriting, and how. It plans; it never reads or writes objects, queues or
+// leases (status, plans and dry runs change nothing).
+//
+// # Vocabulary
+//
+//   - level: an object's place in the tiered policy. Appends commit level-0
+//     objects; a fan-out merge moves the oldest objects of a level one level
+//     up; the top level (Policy.MaxLevel) only absorbs.
+//   - tier: the lifecycle data tier (hot, warm, cold). Jobs never mix tiers:
+//     moving data between tiers is lifecycle transition, not compaction.
+//   - fan-out debt: too many objects in a level (reads consult each one). At
+//     the top level only objects stacked over one key count, because objects
+//     there never move up and disjoint full-size objects are the goal.
+//   - delete density: delete_count / doc_count of an object: space and read
+//     work spent on keys that no longer exist.
+//   - fragmentation: many objects much smaller than the target size above
+//     level 0, where fan-out no longer gathers them.
+//   - debt: a job's score, the ratio of its measure to its trigger (>= 1
+//     when due); jobs run highest debt first.
+//
+// # Invariants
+//
+//   - Plan is a pure function of (snapshot, policy, now): same facts, same
+//     jobs, in the same order, whatever the order of the snapshot's objects.
+//     A coordinator that lost all its state re-plans the same work from the
+//     committed manifest, and task identities derived from a job collapse.
+//   - Every rule converges: fan-out moves objects up or leaves disjoint
+//     outputs, fragmentation merges two or more objects smaller than
+//     half the target into fewer, and a delete-density job is only planned
+//     when it can drop its delete markers. No rule re-plans its own output
+//     forever.
+//   - DropDeletes is true only when every object outside the job whose record
+//     key range overlaps the job's is strictly newer (min_seq greater than the
+//     job's max_seq). Then no older version of a deleted key survives outside
+//     the job, so dropping the marker cannot resurrect data. Newer objects may
+//     hold the key: their version wins anyway. This stays true while other
+//     planned jobs run, because their inputs are disjoint from this job's and
+//     their outputs only hold versions their inputs held, and appends only add
+//     newer seqs.
+//   - Jobs are bounded (MaxJobInputs, MaxJobBytes) so a busy collection makes
+//     progress in steps a worker can finish within its lease, and at most one
+//     job per (tier, output level) is planned per call, with no shared inputs,
+//     so concurrent jobs of one collection never rewrite the same object.
+//   - Debt works from the manifest root's Summary alone, so the observer can
+//     score a collection without reading its parts; it approximates Plan.
+package compact

@@ -1,0 +1,57 @@
+package localaws
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// FunctionARN is the ARN the stack gives a registered function.
+func FunctionARN(name string) string {
+	return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", Region, AccountID, name)
+}
+
+type function struct {
+	name    string
+	handler lambda.Handler
+	timeout time.Duration
+}
+
+type registry struct {
+	mu  sync.RWMutex
+	fns map[string]*function
+	seq atomic.Uint64
+}
+
+func newRegistry() *registry { return &registry{fns: map[string]*function{}} }
+
+// RegisterFunction makes handler (any signature aws-lambda-go accepts)
+// invocable as name, with the given timeout as its deadline.
+func (s *Stack) RegisterFunction(name string, handler any, timeout time.Duration) {
+	s.fns.mu.Lock()
+	defer s.fns.mu.Unlock()
+	s.fns.fns[name] = &function{name: name, handler: lambda.NewHandler(handler), timeout: timeout}
+}
+
+// Invoke runs function name with payload through aws-lambda-go's dispatch,
+// the way the Lambda service invokes it: with a deadline and a lambdacontext.
+func (s *Stack) Invoke(ctx context.Context, name string, payload []byte) ([]byte, error) {
+	s.fns.mu.RLock()
+	fn, ok := s.fns.fns[name]
+	s.fns.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("invoke %s: %w", name, ErrNoSuchFunction)
+	}
+	ctx, cancel := context.WithTimeout(ctx, fn.timeout)
+	defer cancel()
+	lc := &lambdacontext.LambdaContext{
+		AwsRequestID:       fmt.Sprintf("local-%s-%d", name, s.fns.seq.Add(1)),
+		InvokedFunctionArn: FunctionARN(name),
+	}
+	return fn.handler.Invoke(lambdacontext.NewContext(ctx, lc), payload)
+}

@@ -1,0 +1,139 @@
+package localaws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// ProvisionOptions adjust local provisioning.
+type ProvisionOptions struct {
+	// VisibilityTimeout, when set, replaces every queue's visibility timeout.
+	// Local runs scale it down so a failed message returns in seconds rather
+	// than the deployed six times the consumer's timeout.
+	VisibilityTimeout time.Duration
+}
+
+// Provisioned holds what Provision created.
+type Provisioned struct {
+	Def       resources.Definition
+	QueueURLs map[string]string // by class
+	DLQURLs   map[string]string // by class
+}
+
+// Provision creates def's bucket (with its head notification), tables and
+// queues through the real SDK calls, idempotently.
+func Provision(ctx context.Context, c Clients, def resources.Definition, opts ProvisionOptions) (Provisioned, error) {
+	p := Provisioned{Def: def, QueueURLs: map[string]string{}, DLQURLs: map[string]string{}}
+	if err := provisionBucket(ctx, c.S3, def); err != nil {
+		return p, err
+	}
+	for _, t := range []resources.Table{def.Table, def.CCSTable} {
+		if err := provisionTable(ctx, c.Dynamo, t); err != nil {
+			return p, err
+		}
+	}
+	for _, q := range def.Queues {
+		dlq, main, err := provisionQueue(ctx, c.SQS, q, opts)
+		if err != nil {
+			return p, err
+		}
+		p.QueueURLs[q.Class], p.DLQURLs[q.Class] = main, dlq
+	}
+	return p, nil
+}
+
+func provisionBucket(ctx context.Context, c *s3.Client, def resources.Definition) error {
+	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(def.Bucket.Name)}); err != nil {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(def.Bucket.Name)}); err != nil {
+			return fmt.Errorf("create bucket %s: %w", def.Bucket.Name, err)
+		}
+	}
+	_, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
+		Bucket: aws.String(def.Bucket.Name),
+		NotificationConfiguration: &s3types.NotificationConfiguration{
+			LambdaFunctionConfigurations: []s3types.LambdaFunctionConfiguration{{
+				Id:                aws.String("committed-head"),
+				LambdaFunctionArn: aws.String(FunctionARN(def.Bucket.NotifyFunction)),
+				Events:            []s3types.Event{s3types.EventS3ObjectCreated},
+				Filter: &s3types.NotificationConfigurationFilter{Key: &s3types.S3KeyFilter{FilterRules: []s3types.FilterRule{
+					{Name: s3types.FilterRuleNamePrefix, Value: aws.String(def.Bucket.NotifyPrefix)},
+					{Name: s3types.FilterRuleNameSuffix, Value: aws.String(def.Bucket.NotifySuffix)},
+				}}},
+			}},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("put notification configuration on %s: %w", def.Bucket.Name, err)
+	}
+	return nil
+}
+
+func provisionTable(ctx context.Context, c *dynamodb.Client, t resources.Table) error {
+	if _, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)}); err == nil {
+		return nil
+	}
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(t.Name),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String(t.PartitionKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(t.SortKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String(t.PartitionKey), KeyType: ddbtypes.KeyTypeHash},
+			{AttributeName: aws.String(t.SortKey), KeyType: ddbtypes.KeyTypeRange},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("create table %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+func provisionQueue(ctx context.Context, c *sqs.Client, q resources.Queue, opts ProvisionOptions) (dlqURL, url string, err error) {
+	vis := q.VisibilityTimeout
+	if opts.VisibilityTimeout > 0 {
+		vis = opts.VisibilityTimeout
+	}
+	base := map[string]string{
+		"FifoQueue":              "true",
+		"VisibilityTimeout":      strconv.Itoa(int(vis / time.Second)),
+		"MessageRetentionPeriod": strconv.Itoa(int(q.RetentionPeriod / time.Second)),
+	}
+	dlq, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.DLQName), Attributes: base})
+	if err != nil {
+		return "", "", fmt.Errorf("create queue %s: %w", q.DLQName, err)
+	}
+	redrive, _ := json.Marshal(map[string]string{
+		"deadLetterTargetArn": fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, AccountID, q.DLQName),
+		"maxReceiveCount":     strconv.Itoa(q.MaxReceiveCount),
+	})
+	attrs := map[string]string{"RedrivePolicy": string(redrive)}
+	for k, v := range base {
+		attrs[k] = v
+	}
+	main, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.Name), Attributes: attrs})
+	if err != nil {
+		return "", "", fmt.Errorf("create queue %s: %w", q.Name, err)
+	}
+	return aws.ToString(dlq.QueueUrl), aws.ToString(main.QueueUrl), nil
+}
+
+// MapQueues starts the event source mappings def declares.
+func (s *Stack) MapQueues(p Provisioned) {
+	for _, q := range p.Def.Queues {
+		s.MapQueue(Mapping{QueueURL: p.QueueURLs[q.Class], Function: q.Consumer, BatchSize: q.BatchSize, MaxConcurrency: min(q.MaxConcurrency, 4)})
+	}
+}

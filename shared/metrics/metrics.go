@@ -1,0 +1,122 @@
+// Package metrics writes CloudWatch Embedded Metric Format (EMF) lines: one
+// JSON log line per flush that CloudWatch Logs turns into metrics, instead
+// of a PutMetricData call per event. Counters are collected in memory during
+// one invocation and flushed once at its end, so a metric never costs an AWS
+// call on the hot path.
+package metrics
+
+import (
+	"encoding/json"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Namespace of every coordinator metric.
+const Namespace = "BCC"
+
+// Recorder accumulates counters keyed by metric name and one optional
+// dimension value.
+type Recorder struct {
+	mu       sync.Mutex
+	function string
+	counts   map[key]float64
+}
+
+type key struct{ name, dimName, dimValue string }
+
+// New returns a recorder for one function.
+func New(function string) *Recorder {
+	return &Recorder{function: function, counts: map[key]float64{}}
+}
+
+// Add adds v to name.
+func (r *Recorder) Add(name string, v float64) { r.add(key{name: name}, v) }
+
+// AddDim adds v to name with one dimension (e.g. Reason=watermark).
+func (r *Recorder) AddDim(name, dim, value string, v float64) {
+	r.add(key{name: name, dimName: dim, dimValue: value}, v)
+}
+
+func (r *Recorder) add(k key, v float64) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.counts[k] += v
+	r.mu.Unlock()
+}
+
+// Counts returns the current totals as "name" or "name|dim=value".
+func (r *Recorder) Counts() map[string]float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]float64{}
+	for k, v := range r.counts {
+		n := k.name
+		if k.dimName != "" {
+			n += "|" + k.dimName + "=" + k.dimValue
+		}
+		out[n] = v
+	}
+	return out
+}
+
+// Flush writes one EMF line per dimension set and resets the counters.
+func (r *Recorder) Flush(w io.Writer, now time.Time) error {
+	r.mu.Lock()
+	counts := r.counts
+	r.counts = map[key]float64{}
+	r.mu.Unlock()
+	groups := map[string]map[string]float64{}
+	for k, v := range counts {
+		g := k.dimName + "=" + k.dimValue
+		if groups[g] == nil {
+			groups[g] = map[string]float64{}
+		}
+		groups[g][k.name] = v
+	}
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
+		if err := r.writeLine(w, now, g, groups[g]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Recorder) writeLine(w io.Writer, now time.Time, group string, vals map[string]float64) error {
+	dims := []string{"Function"}
+	line := map[string]any{"Function": r.function}
+	if dimName, dimValue, _ := cut(group); dimName != "" {
+		dims = append(dims, dimName)
+		line[dimName] = dimValue
+	}
+	var defs []map[string]string
+	for _, name := range slices.Sorted(maps.Keys(vals)) {
+		defs = append(defs, map[string]string{"Name": name, "Unit": "Count"})
+		line[name] = vals[name]
+	}
+	line["_aws"] = map[string]any{
+		"Timestamp": now.UnixMilli(),
+		"CloudWatchMetrics": []map[string]any{{
+			"Namespace": Namespace, "Dimensions": [][]string{dims}, "Metrics": defs,
+		}},
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func cut(g string) (string, string, bool) {
+	for i := range g {
+		if g[i] == '=' {
+			return g[:i], g[i+1:], true
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,24 @@
+// Package observe is the observer use case: it turns "a head object was
+// written" into the collection's observed state, its background debt and
+// fenced tasks.
+//
+// Invariants:
+//   - The event is only a hint. The observer re-reads the head, verifies the
+//     manifest root against the head's checksum and decodes both strictly; a
+//     malformed or unverifiable head or root produces an error and no task.
+//   - Observed state only moves forward: Advance is a conditional write that
+//     refuses an older or equal version, so duplicated and reordered
+//     notifications are absorbed without enqueuing anything.
+//   - All state written here is disposable. Losing it makes the next
+//     observation treat the head as new (tasks are idempotent by identity and
+//     revalidated by workers) and periodic reconciliation re-derives debt
+//     from the committed lineage.
+//   - Per committed head the observer makes at most four AWS calls: read the
+//     head, read the root, advance the state (one conditional UpdateItem that
+//     also returns the previous state), and one SendMessageBatch. It works
+//     from the root's change and summary only, never from the full object
+//     set, so its cost grows with the change, not with the collection.
+//     GC debt is recorded, not enqueued: nothing removed by a commit can be
+//     deleted before the token lifetime and retention window pass, so GC is
+//     scheduled by reconciliation when the debt is due.
+package observe

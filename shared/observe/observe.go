@@ -1,0 +1,283 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// Objects reads objects from the data bucket.
+type Objects interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
+// StateStore keeps each collection's observed state.
+type StateStore interface {
+	// Advance records st only if st.Version is newer than the recorded one,
+	// adding st's GC debt to the recorded debt. It returns the previous
+	// state (zero when none). When the recorded version is not older it
+	// returns that state and an error wrapping store.ErrConditionFailed.
+	Advance(ctx context.Context, st Observed) (prev Observed, err error)
+	// Get returns the recorded state (zero Observed when none).
+	Get(ctx context.Context, collection string) (Observed, error)
+	// Revert puts prev back if the record still holds st (compensation when
+	// enqueuing failed, so that a retried event does the work again).
+	Revert(ctx context.Context, st, prev Observed) error
+}
+
+// TaskQueue enqueues tasks to their FIFO queue (one call per queue).
+type TaskQueue interface {
+	Enqueue(ctx context.Context, tasks []contract.Task) error
+}
+
+// FactsSource reads CCS scheduling facts.
+type FactsSource interface {
+	Facts(ctx context.Context, collection string) (contract.CollectionFacts, error)
+}
+
+// Observed is a collection's observed state (disposable).
+type Observed struct {
+	Collection       string
+	Version          uint64
+	Checksum         string
+	CommitTsUnixMs   int64
+	ObservedAtUnixMs int64
+	FactsVersion     uint64
+	Debt             Debt
+}
+
+// Debt is the background debt derived from a root: compaction from the
+// summary, GC from what commits removed (accumulated until GC clears it).
+type Debt struct {
+	Objects         int64
+	Bytes           int64
+	MaxFanOut       int64 // most objects in one level below the deepest
+	DeleteDensity   float64
+	CompactionDue   bool
+	GCObjects       int64 // objects removed by commits since GC last cleared the debt
+	GCBytes         int64
+	GCDueAtUnixMs   int64 // earliest time any of that debt may become deletable
+	GCSweptAtUnixMs int64 // when a GC sweep last finished (written by GC)
+	TombstoneActive bool
+}
+
+// Config tunes the debt model.
+type Config struct {
+	MergeFactor     int           // compaction is due when a level holds this many objects
+	DeleteDensity   float64       // or when delete markers reach this share of records
+	TokenLifetime   time.Duration // manifests stay openable this long after being superseded
+	RetentionWindow time.Duration // global_safe_ts - retention_window bounds eviction
+	GCSweepInterval time.Duration // reconciliation sweeps at least this often
+}
+
+// DefaultConfig is the production default.
+func DefaultConfig() Config {
+	return Config{MergeFactor: 4, DeleteDensity: 0.3, TokenLifetime: 15 * time.Minute, RetentionWindow: 5 * time.Minute, GCSweepInterval: time.Hour}
+}
+
+// Outcome of one observation.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeIgnored   Outcome = "ignored"   // not a head key
+	OutcomeAdvanced  Outcome = "advanced"  // new head observed
+	OutcomeDuplicate Outcome = "duplicate" // head already observed at this version
+	OutcomeStale     Outcome = "stale"     // a newer head was already observed
+)
+
+// Result reports one observation.
+type Result struct {
+	Outcome    Outcome
+	Collection string
+	Version    uint64
+	Previous   uint64
+	Tasks      []contract.Task
+	Debt       Debt
+}
+
+// Observer is the use case.
+type Observer struct {
+	objects Objects
+	state   StateStore
+	queue   TaskQueue
+	facts   FactsSource
+	now     func() time.Time
+	cfg     Config
+	metrics *metrics.Recorder
+	log     *slog.Logger
+}
+
+// New wires an observer. facts may be nil (no CCS: facts version 0).
+func New(objects Objects, state StateStore, queue TaskQueue, facts FactsSource, now func() time.Time, cfg Config, m *metrics.Recorder, log *slog.Logger) *Observer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Observer{objects: objects, state: state, queue: queue, facts: facts, now: now, cfg: cfg, metrics: m, log: log}
+}
+
+// ErrBadHead wraps every reason a head or its root cannot be trusted.
+var ErrBadHead = errors.New("head not usable")
+
+// HandleKey observes the head of the collection whose head key is key.
+// Keys that are not head keys are ignored.
+func (o *Observer) HandleKey(ctx context.Context, key string) (Result, error) {
+	collection, ok := contract.CollectionOfHeadKey(key)
+	if !ok {
+		o.log.Debug("ignored key", "key", key)
+		return Result{Outcome: OutcomeIgnored}, nil
+	}
+	return o.Observe(ctx, collection)
+}
+
+// Observe re-reads collection's head and records, diffs and schedules it.
+func (o *Observer) Observe(ctx context.Context, collection string) (Result, error) {
+	head, root, err := o.readHead(ctx, collection)
+	if err != nil {
+		return Result{Collection: collection}, err
+	}
+	facts, err := o.readFacts(ctx, collection)
+	if err != nil {
+		return Result{Collection: collection}, err
+	}
+	now := o.now()
+	st := Observed{
+		Collection: collection, Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
+		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion,
+		Debt: o.debt(root, facts),
+	}
+	prev, err := o.state.Advance(ctx, st)
+	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt}
+	switch {
+	case errors.Is(err, store.ErrConditionFailed):
+		return o.absorbed(res, prev, head)
+	case err != nil:
+		return res, fmt.Errorf("advance observed state of %s to v%d: %w", collection, head.Version, err)
+	}
+	if prev.Version != 0 && prev.Version < root.ParentVersion {
+		// Skipped versions' GC debt is not counted here; reconciliation's
+		// lineage walk finds it. Compaction debt is absolute, so nothing is lost.
+		o.log.Info("observed head after a gap", "collection", collection, "previous", prev.Version, "version", head.Version)
+	}
+	res.Outcome = OutcomeAdvanced
+	res.Tasks = o.tasks(head, st, now)
+	if len(res.Tasks) > 0 {
+		if err := o.queue.Enqueue(ctx, res.Tasks); err != nil {
+			if rerr := o.state.Revert(ctx, st, prev); rerr != nil {
+				o.log.Error("revert observed state failed; reconciliation will re-derive the tasks", "collection", collection, "err", rerr)
+			}
+			return res, fmt.Errorf("enqueue %d tasks for %s v%d: %w", len(res.Tasks), collection, head.Version, err)
+		}
+	}
+	o.metrics.Add("HeadsObserved", 1)
+	o.metrics.Add("TasksEnqueued", float64(len(res.Tasks)))
+	o.log.Info("head observed", "collection", collection, "version", head.Version, "previous", prev.Version, "tasks", len(res.Tasks),
+		"gc_objects", st.Debt.GCObjects, "compaction_due", st.Debt.CompactionDue)
+	return res, nil
+}
+
+func (o *Observer) absorbed(res Result, prev Observed, head contract.Head) (Result, error) {
+	if prev.Version == head.Version {
+		if prev.Checksum != head.ManifestChecksum {
+			return res, fmt.Errorf("%w: %s v%d observed with checksum %s, head now says %s", ErrBadHead, head.Collection, head.Version, prev.Checksum, head.ManifestChecksum)
+		}
+		res.Outcome = OutcomeDuplicate
+		o.metrics.Add("DuplicateEventsAbsorbed", 1)
+	} else {
+		res.Outcome = OutcomeStale
+		o.metrics.Add("StaleEventsAbsorbed", 1)
+	}
+	o.log.Info("head event absorbed", "collection", head.Collection, "version", head.Version, "observed", prev.Version, "outcome", string(res.Outcome))
+	return res, nil
+}
+
+// readHead reads and verifies the head and its root.
+func (o *Observer) readHead(ctx context.Context, collection string) (contract.Head, contract.Manifest, error) {
+	key := contract.HeadKey(collection)
+	b, err := o.objects.Get(ctx, key)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return contract.Head{}, contract.Manifest{}, fmt.Errorf("%w: %s does not exist", ErrBadHead, key)
+		}
+		return contract.Head{}, contract.Manifest{}, fmt.Errorf("read head %s: %w", key, err)
+	}
+	head, err := contract.DecodeHead(key, b)
+	if err != nil {
+		return head, contract.Manifest{}, fmt.Errorf("%w: %w", ErrBadHead, err)
+	}
+	if head.Collection != collection {
+		return head, contract.Manifest{}, fmt.Errorf("%w: head %s names collection %q", ErrBadHead, key, head.Collection)
+	}
+	root, err := OpenRoot(ctx, o.objects, head.ManifestKey, head.ManifestChecksum)
+	if err != nil {
+		return head, root, fmt.Errorf("%w: %w", ErrBadHead, err)
+	}
+	if root.Version != head.Version || root.Collection != collection {
+		return head, root, fmt.Errorf("%w: root %s is %s v%d, head says %s v%d", ErrBadHead, head.ManifestKey, root.Collection, root.Version, collection, head.Version)
+	}
+	return head, root, nil
+}
+
+// OpenRoot reads a manifest root and verifies it against the pinned checksum.
+func OpenRoot(ctx context.Context, objects Objects, key, checksum string) (contract.Manifest, error) {
+	b, err := objects.Get(ctx, key)
+	if err != nil {
+		return contract.Manifest{}, fmt.Errorf("open manifest %s: %w", key, err)
+	}
+	if err := contract.VerifyChecksum(key, b, checksum); err != nil {
+		return contract.Manifest{}, err
+	}
+	return contract.DecodeManifest(key, b)
+}
+
+func (o *Observer) readFacts(ctx context.Context, collection string) (contract.CollectionFacts, error) {
+	if o.facts == nil {
+		return contract.CollectionFacts{Collection: collection}, nil
+	}
+	f, err := o.facts.Facts(ctx, collection)
+	if err != nil {
+		return f, fmt.Errorf("read CCS facts of %s: %w", collection, err)
+	}
+	return f, nil
+}
+
+// debt derives the debt of one root from its summary and change alone.
+func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts) Debt {
+	d := Debt{Objects: root.Summary.Objects, Bytes: root.Summary.Bytes, TombstoneActive: facts.Tombstoned}
+	for _, l := range root.Summary.Levels {
+		if l.Level < contract.MaxLevel && l.Objects > d.MaxFanOut {
+			d.MaxFanOut = l.Objects
+		}
+	}
+	if root.Summary.DocCount > 0 {
+		d.DeleteDensity = float64(root.Summary.DeleteCount) / float64(root.Summary.DocCount)
+	}
+	d.CompactionDue = !facts.Tombstoned && (d.MaxFanOut >= int64(o.cfg.MergeFactor) || (d.DeleteDensity >= o.cfg.DeleteDensity && root.Summary.DeleteCount > 0))
+	for _, r := range root.Change.Removed {
+		d.GCObjects++
+		d.GCBytes += r.Size
+	}
+	if d.GCObjects > 0 {
+		d.GCDueAtUnixMs = root.CommitTsUnixMs + (o.cfg.TokenLifetime + o.cfg.RetentionWindow).Milliseconds()
+	}
+	return d
+}
+
+// tasks derives the tasks of a newly observed head. At most one queue is
+// addressed, so enqueuing is one call.
+func (o *Observer) tasks(head contract.Head, st Observed, now time.Time) []contract.Task {
+	nowMs := now.UnixMilli()
+	switch {
+	case st.Debt.TombstoneActive:
+		return []contract.Task{contract.NewTask(contract.KindTombstoneCleanup, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
+	case st.Debt.CompactionDue:
+		return []contract.Task{contract.NewTask(contract.KindCompaction, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
+	}
+	return nil
+}

@@ -1,0 +1,79 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/searchfabric/bcc/shared/contract"
+)
+
+// Catalog lists the collections CCS knows (the authority for what exists).
+type Catalog interface {
+	Collections(ctx context.Context) ([]string, error)
+}
+
+// ReconcileReport summarises one reconciliation pass.
+type ReconcileReport struct {
+	Collections int                       `json:"collections"`
+	Advanced    int                       `json:"advanced"`
+	Enqueued    map[contract.TaskKind]int `json:"enqueued"`
+	Failed      map[string]string         `json:"failed,omitempty"` // collection -> reason
+}
+
+// Reconcile re-derives every collection's schedulable state from its
+// committed head (the durable truth), as after a coordinator restart or a
+// wiped table: it observes each head, re-enqueues compaction that is still
+// due (task identities collapse duplicates) and enqueues a GC sweep when GC
+// debt is due, unknown, or not swept for GCSweepInterval. One collection's
+// failure does not stop the others.
+func (o *Observer) Reconcile(ctx context.Context, catalog Catalog) (ReconcileReport, error) {
+	rep := ReconcileReport{Enqueued: map[contract.TaskKind]int{}, Failed: map[string]string{}}
+	cols, err := catalog.Collections(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("list collections: %w", err)
+	}
+	for _, c := range cols {
+		rep.Collections++
+		tasks, advanced, err := o.reconcileOne(ctx, c)
+		if err != nil {
+			rep.Failed[c] = err.Error()
+			o.log.Warn("reconcile collection failed", "collection", c, "err", err)
+			continue
+		}
+		if advanced {
+			rep.Advanced++
+		}
+		for _, t := range tasks {
+			rep.Enqueued[t.Kind]++
+		}
+	}
+	return rep, nil
+}
+
+func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contract.Task, bool, error) {
+	res, err := o.Observe(ctx, collection)
+	if err != nil {
+		return nil, false, err
+	}
+	cur, err := o.state.Get(ctx, collection)
+	if err != nil {
+		return nil, false, fmt.Errorf("read observed state of %s: %w", collection, err)
+	}
+	nowMs := o.now().UnixMilli()
+	var tasks []contract.Task
+	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue {
+		tasks = append(tasks, contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, cur.FactsVersion, nowMs))
+	}
+	gcDue := res.Outcome == OutcomeAdvanced && res.Previous == 0 ||
+		cur.Debt.GCObjects > 0 && cur.Debt.GCDueAtUnixMs <= nowMs ||
+		nowMs-cur.Debt.GCSweptAtUnixMs >= o.cfg.GCSweepInterval.Milliseconds()
+	if gcDue && !cur.Debt.TombstoneActive {
+		tasks = append(tasks, contract.NewTask(contract.KindGC, collection, cur.Version, cur.Checksum, cur.FactsVersion, nowMs))
+	}
+	if len(tasks) > 0 {
+		if err := o.queue.Enqueue(ctx, tasks); err != nil {
+			return nil, false, fmt.Errorf("enqueue reconcile tasks for %s: %w", collection, err)
+		}
+	}
+	return append(res.Tasks, tasks...), res.Outcome == OutcomeAdvanced, nil
+}

@@ -1,0 +1,107 @@
+// Package segment is the format of the coordinator's data objects and the
+// streaming k-way merge that compaction is built on.
+//
+// # Vocabulary
+//
+//   - record: one version of one key: key, seq, delete marker flag, timestamp
+//     (unix ms) and payload.
+//   - seq: the publisher-assigned sequence number of a write. For one key, the
+//     version with the highest seq is the current one, wherever it is stored;
+//     that is what lets any subset of objects be merged without reordering.
+//   - delete marker: a record saying "this key is gone as of seq". It must
+//     outlive every older version of its key, or the older version would
+//     resurface.
+//   - segment: an immutable object holding records strictly sorted by key, at
+//     most one version per key.
+//   - block: the unit of reading and verification; a reader holds one block
+//     per open iterator, never a whole object.
+//
+// # Invariants
+//
+//   - Keys are non-empty and strictly increasing within a segment; readers
+//     reject anything else as corruption rather than returning it.
+//   - Every byte a reader returns was covered by a verified CRC-32C (block,
+//     index or footer). Corruption is reported as *CorruptError naming the
+//     section, block number and byte offset (errors.Is(err, ErrCorrupt)); a
+//     transport failure is wrapped as is, so callers can tell "retry the read"
+//     from "this object is bad".
+//   - Memory is bounded by block size: an iterator holds one block; Merge
+//     holds one block per input plus one output block, besides the block
+//     indexes (about 24 bytes plus the first key per block of each input and
+//     of the open output). Record bytes never scale with object size, so a
+//     Lambda can merge objects larger than its memory.
+//   - Writing is deterministic: the same records with the same options give
+//     the same bytes, so a retried compaction rewrites identical objects
+//     under the same keys (and the same checksums).
+//
+// # Merge semantics and the DropDeletes contract
+//
+// Merge yields, for each key present in any input, the version with the
+// highest seq (older versions are dropped: they can never be read again
+// because a newer version exists in the merge output). A winning delete marker
+// is kept unless MergeOptions.DropDeletes is set. The caller may set
+// DropDeletes only when no object outside the merge can hold an older version
+// of any key in the merged key range: every object outside the merge whose
+// [min_record_key, max_record_key] overlaps the merge's range must be strictly
+// newer (its min_seq greater than every seq in the merge). The compaction
+// planner computes exactly that (compact.Job.DropDeletes); Merge cannot check
+// it because it only sees its inputs.
+//
+// # Byte layout (format version 1)
+//
+// All integers are little-endian; CRCs are CRC-32C (Castagnoli).
+//
+//	segment  = block* index footer
+//
+//	block    = record+ block_crc
+//	  block_crc  u32   CRC-32C of the block's record bytes (everything before it)
+//	  A block's record bytes never exceed the block size (default 64 KiB): a
+//	  record that would overflow the open block starts the next one, and a
+//	  record larger than the block size gets a block to itself.
+//
+//	record   = record_length u32   bytes after this field: 21 + key_length + payload length
+//	           flags         u8    bit 0: delete marker; other bits must be 0
+//	           seq           u64
+//	           ts_unix_ms    i64
+//	           key_length    u32   1..65536
+//	           key           [key_length]byte
+//	           payload       [record_length - 21 - key_length]byte
+//
+//	index    = entry{block_count} min_key max_key
+//	  entry  = offset           u64   of the block from the start of the object
+//	           length           u32   of the block, block_crc included
+//	           record_count     u32   > 0
+//	           block_crc        u32   same value as the block's trailing CRC
+//	           first_key_length u32
+//	           first_key        [first_key_length]byte
+//	  Blocks are contiguous from offset 0 in index order; first keys strictly
+//	  increase. min_key / max_key are the first and last record keys
+//	  (lengths in the footer; both empty for a segment with no records).
+//
+//	footer   = 100 bytes at the end of the object:
+//	  off  size  field
+//	    0     4  format_version     = 1
+//	    4     4  block_count
+//	    8     8  index_offset       = end of the last block
+//	   16     8  index_length       index_offset + index_length = object size - 100
+//	   24     4  index_crc          CRC-32C of the index bytes
+//	   28     4  min_key_length
+//	   32     4  max_key_length
+//	   36     4  reserved           = 0
+//	   40     8  record_count       every record, delete markers included
+//	   48     8  delete_count       records with the delete flag
+//	   56     8  min_ts_unix_ms     i64
+//	   64     8  max_ts_unix_ms     i64
+//	   72     8  min_seq
+//	   80     8  max_seq
+//	   88     4  footer_crc         CRC-32C of footer bytes [0, 88)
+//	   92     8  magic              "BCC-SEG\x00"
+//
+// A reader opens a segment with two reads (footer, then index), verifies both
+// CRCs and cross-checks the index against the footer, then reads one block
+// per read. The manifest entry of a segment (contract.ObjectEntry) is derived
+// from the footer by Footer.Entry: doc_count = record_count, delete_count,
+// min/max ts, seq and record key; the object checksum is SHA-256 over the
+// whole object, which a Writer computes while writing (Footer.Checksum).
+// An empty segment (no records) is valid: no blocks, zero counts and ranges.
+package segment

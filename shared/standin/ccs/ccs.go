@@ -1,0 +1,226 @@
+// Package ccs is the stand-in Catalog Control Service: it owns each
+// collection's scheduling facts (lifecycle policy projection, tombstone) and
+// records reservation release intents idempotently by intent id, with a
+// DynamoDB conditional write in its own table (not the coordinator's: wiping
+// the coordinator's state must never lose an intent).
+package ccs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/searchfabric/bcc/shared/contract"
+)
+
+// DynamoAPI is what the stand-in needs from DynamoDB.
+type DynamoAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// Service is the stand-in CCS.
+type Service struct {
+	api   DynamoAPI
+	table string
+	now   func() time.Time
+}
+
+// New returns the stand-in over its table.
+func New(api DynamoAPI, table string, now func() time.Time) *Service {
+	return &Service{api: api, table: table, now: now}
+}
+
+// ErrUnknownCollection: CCS has no facts for the collection.
+var ErrUnknownCollection = errors.New("unknown collection")
+
+func key(pk, sk string) map[string]ddb.AttributeValue {
+	return map[string]ddb.AttributeValue{"pk": &ddb.AttributeValueMemberS{Value: pk}, "sk": &ddb.AttributeValueMemberS{Value: sk}}
+}
+
+// PutFacts stores facts with facts_version incremented by one, atomically.
+func (s *Service) PutFacts(ctx context.Context, f contract.CollectionFacts) (contract.CollectionFacts, error) {
+	cur, err := s.Facts(ctx, f.Collection)
+	if err != nil && !errors.Is(err, ErrUnknownCollection) {
+		return f, err
+	}
+	f.SchemaVersion, f.FactsVersion = contract.SchemaVersion, cur.FactsVersion+1
+	body, err := contract.Encode(f)
+	if err != nil {
+		return f, err
+	}
+	item := key("FACTS#"+f.Collection, "FACTS")
+	item["doc"] = &ddb.AttributeValueMemberS{Value: string(body)}
+	item["facts_version"] = &ddb.AttributeValueMemberN{Value: strconv.FormatUint(f.FactsVersion, 10)}
+	cond := "attribute_not_exists(pk)"
+	vals := map[string]ddb.AttributeValue{}
+	if cur.FactsVersion > 0 {
+		cond = "facts_version = :fv"
+		vals[":fv"] = &ddb.AttributeValueMemberN{Value: strconv.FormatUint(cur.FactsVersion, 10)}
+	}
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String(cond)}
+	if len(vals) > 0 {
+		in.ExpressionAttributeValues = vals
+	}
+	if _, err := s.api.PutItem(ctx, in); err != nil {
+		return f, fmt.Errorf("put facts of %s: %w", f.Collection, err)
+	}
+	return f, nil
+}
+
+// Facts returns a collection's facts.
+func (s *Service) Facts(ctx context.Context, collection string) (contract.CollectionFacts, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key("FACTS#"+collection, "FACTS"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return contract.CollectionFacts{}, fmt.Errorf("get facts of %s: %w", collection, err)
+	}
+	doc, ok := out.Item["doc"].(*ddb.AttributeValueMemberS)
+	if !ok {
+		return contract.CollectionFacts{Collection: collection}, fmt.Errorf("facts of %s: %w", collection, ErrUnknownCollection)
+	}
+	return contract.DecodeCollectionFacts("ccs facts "+collection, []byte(doc.Value))
+}
+
+// Collections lists every collection CCS has facts for, sorted.
+func (s *Service) Collections(ctx context.Context) ([]string, error) {
+	var out []string
+	var start map[string]ddb.AttributeValue
+	for {
+		page, err := s.api.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start})
+		if err != nil {
+			return nil, fmt.Errorf("list collections: %w", err)
+		}
+		for _, it := range page.Items {
+			if pk, ok := it["pk"].(*ddb.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "FACTS#") {
+				out = append(out, strings.TrimPrefix(pk.Value, "FACTS#"))
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = page.LastEvaluatedKey
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// RecordReleaseIntent records an intent once; a repeat is already_recorded.
+// An intent for a collection that is not tombstoned is rejected.
+func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
+	ans := contract.ReleaseIntentAnswer{SchemaVersion: contract.SchemaVersion, IntentID: req.IntentID}
+	f, err := s.Facts(ctx, req.Collection)
+	if err != nil {
+		return ans, err
+	}
+	if !f.Tombstoned {
+		ans.Status, ans.Reason = contract.IntentRejected, req.Collection+" is not tombstoned"
+		return ans, nil
+	}
+	body, err := contract.Encode(req)
+	if err != nil {
+		return ans, err
+	}
+	now := s.now().UnixMilli()
+	item := key("INTENT#"+req.IntentID, "INTENT")
+	item["doc"] = &ddb.AttributeValueMemberS{Value: string(body)}
+	item["recorded_at"] = &ddb.AttributeValueMemberN{Value: strconv.FormatInt(now, 10)}
+	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")})
+	var ccf *ddb.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		ans.Status, ans.RecordedAtUnixMs = contract.IntentRecorded, now
+	case errors.As(err, &ccf):
+		ans.Status = contract.IntentAlreadyRecorded
+	default:
+		return ans, fmt.Errorf("record intent %s: %w", req.IntentID, err)
+	}
+	return ans, nil
+}
+
+// Intents lists recorded intents (for demos and tests).
+func (s *Service) Intents(ctx context.Context) ([]contract.ReleaseIntentRequest, error) {
+	page, err := s.api.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table)})
+	if err != nil {
+		return nil, err
+	}
+	var out []contract.ReleaseIntentRequest
+	for _, it := range page.Items {
+		if pk, ok := it["pk"].(*ddb.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "INTENT#") {
+			doc := it["doc"].(*ddb.AttributeValueMemberS)
+			r, err := contract.DecodeReleaseIntentRequest(pk.Value, []byte(doc.Value))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Handler serves the stand-in's HTTP contract:
+//
+//	GET  /collections                   -> {"collections": [...]}
+//	GET  /collections/{c}/facts         -> CollectionFacts
+//	POST /release-intents               ReleaseIntentRequest -> ReleaseIntentAnswer
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /collections", func(w http.ResponseWriter, r *http.Request) {
+		cols, err := s.Collections(r.Context())
+		respond(w, map[string][]string{"collections": nonNil(cols)}, err)
+	})
+	mux.HandleFunc("GET /collections/{c}/facts", func(w http.ResponseWriter, r *http.Request) {
+		f, err := s.Facts(r.Context(), r.PathValue("c"))
+		if errors.Is(err, ErrUnknownCollection) {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		respond(w, f, err)
+	})
+	mux.HandleFunc("POST /release-intents", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req, err := contract.DecodeReleaseIntentRequest("POST /release-intents", body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ans, err := s.RecordReleaseIntent(r.Context(), req)
+		respond(w, ans, err)
+	})
+	return mux
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func respond(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	b, err := contract.Encode(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,121 @@
+package publisher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/searchfabric/bcc/shared/contract"
+)
+
+// Cutover answers a cutover candidate: accepted (now or already), conflict
+// (the head moved; nothing applied) or rejected (does not apply to its base).
+func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (contract.CutoverAnswer, error) {
+	ans := contract.CutoverAnswer{SchemaVersion: contract.SchemaVersion, RequestID: req.RequestID}
+	for attempt := 0; attempt < p.opts.MaxAttempts; attempt++ {
+		base, err := p.Read(ctx, req.Collection)
+		if err != nil {
+			return ans, err
+		}
+		ans.HeadVersion = base.Head.Version
+		if v, sum, ok := p.applied(ctx, base, req.RequestID); ok {
+			ans.Status, ans.CommittedVersion, ans.CommittedChecksum = contract.CutoverAccepted, v, sum
+			return ans, nil
+		}
+		moved := base.Head.Version != req.BaseVersion || base.Head.ManifestChecksum != req.BaseChecksum
+		if moved && !p.opts.AcceptRebase {
+			ans.Status, ans.Reason = contract.CutoverConflict, fmt.Sprintf("head is v%d, candidate is based on v%d", base.Head.Version, req.BaseVersion)
+			return ans, nil
+		}
+		if err := p.checkOutputs(ctx, req.Added); err != nil {
+			ans.Status, ans.Reason = contract.CutoverRejected, err.Error()
+			return ans, nil
+		}
+		head, err := p.commitOn(ctx, base, Change{Added: req.Added, Removed: req.Removed,
+			Origin: contract.Origin{Kind: contract.OriginCutover, RequestID: req.RequestID}})
+		switch {
+		case err == nil:
+			ans.Status, ans.CommittedVersion, ans.CommittedChecksum, ans.HeadVersion = contract.CutoverAccepted, head.Version, head.ManifestChecksum, head.Version
+			return ans, nil
+		case errors.Is(err, ErrChange):
+			if moved {
+				ans.Status = contract.CutoverConflict
+			} else {
+				ans.Status = contract.CutoverRejected
+			}
+			ans.Reason = err.Error()
+			return ans, nil
+		case errors.Is(err, ErrConflict) && !p.opts.AcceptRebase:
+			ans.Status, ans.Reason = contract.CutoverConflict, err.Error()
+			return ans, nil
+		case errors.Is(err, ErrConflict):
+			continue
+		default:
+			return ans, err
+		}
+	}
+	ans.Status, ans.Reason = contract.CutoverConflict, "head kept moving"
+	return ans, nil
+}
+
+// applied finds requestID among the origins of recent roots.
+func (p *Publisher) applied(ctx context.Context, snap Snapshot, requestID string) (uint64, string, bool) {
+	root, key, sum := snap.Root, snap.Head.ManifestKey, snap.Head.ManifestChecksum
+	for range p.opts.IdempotencyWalk {
+		if root.Origin.RequestID == requestID {
+			return root.Version, sum, true
+		}
+		if root.ParentVersion == 0 {
+			return 0, "", false
+		}
+		key, sum = root.ParentKey, root.ParentChecksum
+		next, err := p.openRoot(ctx, key, sum)
+		if err != nil {
+			return 0, "", false
+		}
+		root = next
+	}
+	return 0, "", false
+}
+
+// checkOutputs verifies that every added object exists with its size.
+func (p *Publisher) checkOutputs(ctx context.Context, added []contract.ObjectEntry) error {
+	for _, o := range added {
+		size, err := p.objects.Size(ctx, o.Key)
+		if err != nil {
+			return fmt.Errorf("output %s: %w", o.Key, err)
+		}
+		if size != o.Size {
+			return fmt.Errorf("output %s is %d bytes, candidate says %d", o.Key, size, o.Size)
+		}
+	}
+	return nil
+}
+
+// Handler serves POST /cutover with the contract's JSON documents.
+func (p *Publisher) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /cutover", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req, err := contract.DecodeCutoverRequest("POST /cutover", body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ans, err := p.Cutover(r.Context(), req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out, _ := contract.Encode(ans)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	})
+	return mux
+}

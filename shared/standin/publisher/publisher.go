@@ -1,0 +1,237 @@
+package publisher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// Objects is what the publisher needs from the bucket.
+type Objects interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	GetWithETag(ctx context.Context, key string) ([]byte, string, error)
+	Put(ctx context.Context, key string, body []byte) (string, error)
+	PutIfMatch(ctx context.Context, key string, body []byte, etag string) (string, error)
+	PutIfAbsent(ctx context.Context, key string, body []byte) (string, error)
+	Size(ctx context.Context, key string) (int64, error)
+}
+
+// Options tune the stand-in.
+type Options struct {
+	MaxPartObjects  int  // objects per manifest part before it splits (default 4096)
+	MaxAttempts     int  // CAS attempts for appends (default 20)
+	AcceptRebase    bool // accept a cutover whose base moved if its removed objects are all still present
+	IdempotencyWalk int  // how many recent roots to search for an already-applied request id (default 16)
+}
+
+// Publisher is the stand-in Manifest Publisher.
+type Publisher struct {
+	objects Objects
+	now     func() time.Time
+	opts    Options
+	log     *slog.Logger
+}
+
+// New returns a publisher.
+func New(objects Objects, now func() time.Time, opts Options, log *slog.Logger) *Publisher {
+	if opts.MaxPartObjects <= 0 {
+		opts.MaxPartObjects = 4096
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 20
+	}
+	if opts.IdempotencyWalk <= 0 {
+		opts.IdempotencyWalk = 16
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Publisher{objects: objects, now: now, opts: opts, log: log}
+}
+
+// Sentinel outcomes.
+var (
+	ErrExists   = errors.New("collection already exists")
+	ErrConflict = errors.New("head moved")
+	ErrRejected = errors.New("cutover rejected")
+)
+
+// Snapshot is a committed version as the publisher read it.
+type Snapshot struct {
+	Head contract.Head
+	Root contract.Manifest
+	etag string
+}
+
+// Create commits version 1 (empty) of a new collection.
+func (p *Publisher) Create(ctx context.Context, collection string) (contract.Head, error) {
+	if !contract.ValidCollection(collection) {
+		return contract.Head{}, fmt.Errorf("create %q: invalid collection name", collection)
+	}
+	root := contract.Manifest{SchemaVersion: contract.SchemaVersion, Collection: collection, Version: 1,
+		CommitTsUnixMs: p.now().UnixMilli(), NextSeq: 1, Origin: contract.Origin{Kind: contract.OriginCreate},
+		Change: contract.Change{Added: []contract.ObjectEntry{}, Removed: []contract.ObjectEntry{}}, Parts: []contract.PartRef{}}
+	head, body, err := p.writeRoot(ctx, root)
+	if err != nil {
+		return head, err
+	}
+	if _, err := p.objects.PutIfAbsent(ctx, contract.HeadKey(collection), body); err != nil {
+		if errors.Is(err, store.ErrPreconditionFailed) {
+			return head, fmt.Errorf("create %s: %w", collection, ErrExists)
+		}
+		return head, fmt.Errorf("create %s: %w", collection, err)
+	}
+	return head, nil
+}
+
+// Read returns the committed head and its verified root.
+func (p *Publisher) Read(ctx context.Context, collection string) (Snapshot, error) {
+	key := contract.HeadKey(collection)
+	b, etag, err := p.objects.GetWithETag(ctx, key)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("read head of %s: %w", collection, err)
+	}
+	head, err := contract.DecodeHead(key, b)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	root, err := p.openRoot(ctx, head.ManifestKey, head.ManifestChecksum)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return Snapshot{Head: head, Root: root, etag: etag}, nil
+}
+
+func (p *Publisher) openRoot(ctx context.Context, key, checksum string) (contract.Manifest, error) {
+	b, err := p.objects.Get(ctx, key)
+	if err != nil {
+		return contract.Manifest{}, fmt.Errorf("open root %s: %w", key, err)
+	}
+	if err := contract.VerifyChecksum(key, b, checksum); err != nil {
+		return contract.Manifest{}, err
+	}
+	return contract.DecodeManifest(key, b)
+}
+
+func (p *Publisher) loadPart(ctx context.Context, ref contract.PartRef) (contract.Part, error) {
+	b, err := p.objects.Get(ctx, ref.Key)
+	if err != nil {
+		return contract.Part{}, fmt.Errorf("open part %s: %w", ref.Key, err)
+	}
+	return contract.DecodePart(ref, b)
+}
+
+// Change is what a commit applies to its base.
+type Change struct {
+	Added   []contract.ObjectEntry
+	Removed []contract.ObjectEntry
+	Origin  contract.Origin
+	Seqs    uint64 // sequence numbers consumed from the base's next_seq
+}
+
+// BuildFunc derives a change from the base it will apply to. It is called
+// again with the new base after a lost CAS.
+type BuildFunc func(ctx context.Context, base Snapshot) (Change, error)
+
+// Commit applies build's change on top of the current head, retrying on a
+// lost CAS, and returns the committed head.
+func (p *Publisher) Commit(ctx context.Context, collection string, build BuildFunc) (contract.Head, error) {
+	for attempt := 0; attempt < p.opts.MaxAttempts; attempt++ {
+		base, err := p.Read(ctx, collection)
+		if err != nil {
+			return contract.Head{}, err
+		}
+		ch, err := build(ctx, base)
+		if err != nil {
+			return contract.Head{}, err
+		}
+		head, err := p.commitOn(ctx, base, ch)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		return head, err
+	}
+	return contract.Head{}, fmt.Errorf("commit to %s: %w after %d attempts", collection, ErrConflict, p.opts.MaxAttempts)
+}
+
+// commitOn writes the new version and CASes the head from base. ErrConflict
+// means nothing became visible.
+func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (contract.Head, error) {
+	np, err := applyChange(ctx, base.Root, p.loadPart, ch.Added, ch.Removed, p.opts.MaxPartObjects)
+	if err != nil {
+		return contract.Head{}, err
+	}
+	for _, key := range slices.Sorted(maps.Keys(np.bodies)) {
+		if _, err := p.objects.Put(ctx, key, np.bodies[key]); err != nil {
+			return contract.Head{}, fmt.Errorf("write part %s: %w", key, err)
+		}
+	}
+	root := contract.Manifest{
+		SchemaVersion: contract.SchemaVersion, Collection: base.Root.Collection, Version: base.Head.Version + 1,
+		ParentVersion: base.Head.Version, ParentKey: base.Head.ManifestKey, ParentChecksum: base.Head.ManifestChecksum,
+		CommitTsUnixMs: max(p.now().UnixMilli(), base.Root.CommitTsUnixMs+1), NextSeq: base.Root.NextSeq + ch.Seqs, Origin: ch.Origin,
+		Change: contract.Change{Added: nonNil(ch.Added), Removed: nonNil(ch.Removed)}, Parts: nonNilRefs(np.refs), Summary: np.summary,
+	}
+	head, body, err := p.writeRoot(ctx, root)
+	if err != nil {
+		return head, err
+	}
+	_, err = p.objects.PutIfMatch(ctx, contract.HeadKey(root.Collection), body, base.etag)
+	switch {
+	case err == nil:
+		p.log.Info("head committed", "collection", root.Collection, "version", root.Version, "origin", root.Origin.Kind)
+		return head, nil
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return head, fmt.Errorf("cas head of %s from v%d: %w", root.Collection, base.Head.Version, ErrConflict)
+	case errors.Is(err, store.ErrAmbiguous):
+		// Outcome unknown: the head says what happened.
+		now, rerr := p.Read(ctx, root.Collection)
+		if rerr != nil {
+			return head, fmt.Errorf("cas head of %s ambiguous and re-read failed: %w", root.Collection, errors.Join(err, rerr))
+		}
+		if now.Head.ManifestChecksum == head.ManifestChecksum {
+			return head, nil
+		}
+		return head, fmt.Errorf("cas head of %s from v%d (ambiguous, head is v%d): %w", root.Collection, base.Head.Version, now.Head.Version, ErrConflict)
+	default:
+		return head, fmt.Errorf("cas head of %s: %w", root.Collection, err)
+	}
+}
+
+// writeRoot stores an immutable root and returns the head that names it.
+func (p *Publisher) writeRoot(ctx context.Context, root contract.Manifest) (contract.Head, []byte, error) {
+	body, err := contract.Encode(root)
+	if err != nil {
+		return contract.Head{}, nil, err
+	}
+	sum := contract.Checksum(body)
+	key := contract.ManifestKey(root.Collection, root.Version, sum)
+	if _, err := p.objects.PutIfAbsent(ctx, key, body); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
+		return contract.Head{}, nil, fmt.Errorf("write root %s: %w", key, err)
+	}
+	head := contract.Head{SchemaVersion: contract.SchemaVersion, Collection: root.Collection, Version: root.Version,
+		ManifestKey: key, ManifestChecksum: sum, CommittedAtUnixMs: root.CommitTsUnixMs}
+	hb, err := contract.Encode(head)
+	return head, hb, err
+}
+
+func nonNil(s []contract.ObjectEntry) []contract.ObjectEntry {
+	if s == nil {
+		return []contract.ObjectEntry{}
+	}
+	return s
+}
+
+func nonNilRefs(s []contract.PartRef) []contract.PartRef {
+	if s == nil {
+		return []contract.PartRef{}
+	}
+	return s
+}

@@ -1,0 +1,53 @@
+// Package guard names every safety guard of the coordinator so that each can
+// be switched off in tests and in the fault simulation (a mutation proof):
+// a guard is only trusted if switching it off makes some test or seed fail.
+// Production code always runs with All(); nothing reads these from the
+// environment.
+package guard
+
+// Set says which guards are on.
+type Set struct {
+	LeaseCondition        bool // lease acquire/extend are conditional writes on epoch and expiry
+	BaseRevalidation      bool // executors and handoff re-check base version+checksum against the head
+	DeleteGainCheck       bool // a rewrite whose inputs gained deletes since its base is rejected
+	AmbiguousReread       bool // an ambiguous write is resolved by re-reading the owner's state
+	DeleteGates           bool // GC's reference, watermark and retention gates
+	ManifestBeforeObjects bool // a manifest root is deleted only after the objects only it referenced
+	ReleaseDependencies   bool // a release intent is requested only after every cleanup dependency is confirmed
+}
+
+// All is every guard on: the only production setting.
+func All() Set {
+	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
+		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true}
+}
+
+// Names lists the guards in a stable order (for mutation reports).
+func Names() []string {
+	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
+		"delete_gates", "manifest_before_objects", "release_dependencies"}
+}
+
+// Without returns All() with the named guard off; ok is false for an unknown name.
+func Without(name string) (Set, bool) {
+	s := All()
+	switch name {
+	case "lease_condition":
+		s.LeaseCondition = false
+	case "base_revalidation":
+		s.BaseRevalidation = false
+	case "delete_gain_check":
+		s.DeleteGainCheck = false
+	case "ambiguous_reread":
+		s.AmbiguousReread = false
+	case "delete_gates":
+		s.DeleteGates = false
+	case "manifest_before_objects":
+		s.ManifestBeforeObjects = false
+	case "release_dependencies":
+		s.ReleaseDependencies = false
+	default:
+		return s, false
+	}
+	return s, true
+}

@@ -38,11 +38,11 @@ type ObserverResponse struct {
 
 // ObservedHead summarises one record.
 type ObservedHead struct {
-	Key        string `json:"key"`
-	Outcome    string `json:"outcome"`
-	Collection string `json:"collection,omitempty"`
-	Version    uint64 `json:"version,omitempty"`
-	Tasks      int    `json:"tasks"`
+	Key        string   `json:"key"`
+	Outcome    string   `json:"outcome"`
+	Collection string   `json:"collection,omitempty"`
+	Version    uint64   `json:"version,omitempty"`
+	Tasks      []string `json:"tasks,omitempty"` // task kinds enqueued
 }
 
 // ErrUnrecognisedEvent: the payload is neither an S3 event nor a schedule.
@@ -90,7 +90,11 @@ func (h *Observer) handleS3(ctx context.Context, ev events.S3Event) (ObserverRes
 			resp.Results = append(resp.Results, ObservedHead{Key: key, Outcome: "error", Collection: res.Collection})
 			continue
 		}
-		resp.Results = append(resp.Results, ObservedHead{Key: key, Outcome: string(res.Outcome), Collection: res.Collection, Version: res.Version, Tasks: len(res.Tasks)})
+		oh := ObservedHead{Key: key, Outcome: string(res.Outcome), Collection: res.Collection, Version: res.Version}
+		for _, t := range res.Tasks {
+			oh.Tasks = append(oh.Tasks, string(t.Kind))
+		}
+		resp.Results = append(resp.Results, oh)
 	}
 	return resp, errors.Join(errs...)
 }

@@ -52,6 +52,10 @@ func NewClients(cfg aws.Config) Clients {
 // Clients returns SDK clients for this stack; their calls are counted.
 func (s *Stack) Clients() Clients { return NewClients(Config(s.url)) }
 
+// InternalClients returns SDK clients whose calls are not counted: for the
+// stand-in owners and test fixtures, whose calls are not the product's.
+func (s *Stack) InternalClients() Clients { return s.internalClients() }
+
 func (s *Stack) internalClients() Clients {
 	cfg := Config(s.url)
 	cfg.HTTPClient = &http.Client{Transport: internalTransport{base: http.DefaultTransport}}

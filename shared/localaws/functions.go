@@ -23,9 +23,25 @@ type function struct {
 }
 
 type registry struct {
-	mu  sync.RWMutex
-	fns map[string]*function
-	seq atomic.Uint64
+	mu   sync.RWMutex
+	fns  map[string]*function
+	seq  atomic.Uint64
+	hook func(Invocation)
+}
+
+// Invocation is one completed function invocation, reported to the hook.
+type Invocation struct {
+	Function string
+	Payload  []byte
+	Response []byte
+	Err      error
+}
+
+// OnInvoke sets a hook called after every invocation (demo summaries, tests).
+func (s *Stack) OnInvoke(fn func(Invocation)) {
+	s.fns.mu.Lock()
+	defer s.fns.mu.Unlock()
+	s.fns.hook = fn
 }
 
 func newRegistry() *registry { return &registry{fns: map[string]*function{}} }
@@ -43,6 +59,7 @@ func (s *Stack) RegisterFunction(name string, handler any, timeout time.Duration
 func (s *Stack) Invoke(ctx context.Context, name string, payload []byte) ([]byte, error) {
 	s.fns.mu.RLock()
 	fn, ok := s.fns.fns[name]
+	hook := s.fns.hook
 	s.fns.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("invoke %s: %w", name, ErrNoSuchFunction)
@@ -53,5 +70,9 @@ func (s *Stack) Invoke(ctx context.Context, name string, payload []byte) ([]byte
 		AwsRequestID:       fmt.Sprintf("local-%s-%d", name, s.fns.seq.Add(1)),
 		InvokedFunctionArn: FunctionARN(name),
 	}
-	return fn.handler.Invoke(lambdacontext.NewContext(ctx, lc), payload)
+	resp, err := fn.handler.Invoke(lambdacontext.NewContext(ctx, lc), payload)
+	if hook != nil {
+		hook(Invocation{Function: name, Payload: payload, Response: resp, Err: err})
+	}
+	return resp, err
 }

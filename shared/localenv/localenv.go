@@ -46,7 +46,7 @@ type Env struct {
 	Prov      localaws.Provisioned
 	Config    app.Config
 	Clients   app.Clients // counted: every call shows in Stack.Counter()
-	Bucket    *awsio.Bucket
+	Bucket    *awsio.Bucket // uncounted (fixtures and stand-ins)
 	Lineage   *lineage.Reader
 	Publisher *publisher.Publisher
 	CCS       *ccs.Service
@@ -117,10 +117,13 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 		return fmt.Errorf("provision: %w", err)
 	}
 	e.Prov = prov
-	e.Bucket = awsio.NewBucket(e.Clients.S3, def.Bucket.Name)
+	// Stand-ins and fixtures use uncounted clients: the stack's counter then
+	// shows only the product's own AWS calls.
+	internal := e.Stack.InternalClients()
+	e.Bucket = awsio.NewBucket(internal.S3, def.Bucket.Name)
 	e.Lineage = lineage.New(e.Bucket, 1024)
 	e.Publisher = publisher.New(e.Bucket, opts.Now, opts.Publisher, opts.Log)
-	e.CCS = ccs.New(e.Clients.Dynamo, def.CCSTable.Name, opts.Now)
+	e.CCS = ccs.New(internal.Dynamo, def.CCSTable.Name, opts.Now)
 	e.Watermark = watermark.New(e.Bucket, def.WatermarkKey)
 	e.Workload = workload.New(e.Publisher, e.CCS, e.Bucket, opts.Now, opts.Seed, opts.Workload)
 	e.Stack.Mount("publisher", e.Publisher.Handler())

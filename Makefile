@@ -1,0 +1,32 @@
+# Background Compute Coordinator — developer entry points.
+# `make demo` runs the main job on the embedded stack; `make test` runs every test.
+SHELL := /bin/bash
+GO    ?= go
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+.DEFAULT_GOAL := help
+
+include $(wildcard mk/*.mk)
+
+.PHONY: help demo local test test-go test-race vet fmt sim
+
+help: ## list targets
+	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+demo: ## run the product's main job on the embedded local stack (20 collections x 10 commits)
+	$(GO) run ./cmd/demo $(DEMO_ARGS)
+
+local: ## run the embedded AWS stack with the product in the foreground on 127.0.0.1:4566
+	$(GO) run ./cmd/local $(LOCAL_ARGS)
+
+vet: ## go vet (root module)
+	$(GO) vet ./...
+
+fmt: ## gofmt check
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test-go: vet fmt ## root module tests (race detector on)
+	$(GO) test -race -count=1 ./...
+
+test: test-go test-infra ## every test: root module tests and the CDK infra tests

@@ -1,0 +1,133 @@
+package contract_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/searchfabric/bcc/shared/contract"
+)
+
+var update = flag.Bool("update", false, "rewrite events/*.json from the examples below")
+
+func obj(key string, level int) contract.ObjectEntry {
+	return contract.ObjectEntry{Key: key, Size: 48213, Checksum: contract.Checksum([]byte(key)), Tier: contract.TierHot, Level: level,
+		DocCount: 500, DeleteCount: 12, MinTsUnixMs: 1764400000000, MaxTsUnixMs: 1764400090000, MinSeq: 1001, MaxSeq: 1500,
+		MinRecordKey: "doc-000003", MaxRecordKey: "doc-000398"}
+}
+
+// examples are the documented wire documents; events/ holds them and this
+// test keeps every file decodable by the strict readers.
+func examples() map[string]any {
+	part := contract.Part{SchemaVersion: 1, Collection: "orders", Objects: []contract.ObjectEntry{
+		obj("collections/orders/data/l0/00000000000000000007-0.seg", 0), obj("collections/orders/data/l0/00000000000000000008-0.seg", 0)}}
+	partBody, _ := contract.Encode(part)
+	partSum := contract.Checksum(partBody)
+	parentSum := contract.Checksum([]byte("root v7"))
+	root := contract.Manifest{SchemaVersion: 1, Collection: "orders", Version: 8, ParentVersion: 7,
+		ParentKey: contract.ManifestKey("orders", 7, parentSum), ParentChecksum: parentSum, CommitTsUnixMs: 1764400095000, NextSeq: 2001,
+		Origin: contract.Origin{Kind: contract.OriginAppend},
+		Change: contract.Change{Added: []contract.ObjectEntry{part.Objects[1]}, Removed: []contract.ObjectEntry{}},
+		Parts:  []contract.PartRef{{Key: contract.PartKey("orders", partSum), Checksum: partSum, ObjectCount: 2, Bytes: 96426, FirstKey: part.Objects[0].Key, LastKey: part.Objects[1].Key}},
+		Summary: contract.Summary{Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24, Levels: []contract.LevelSummary{{Level: 0, Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24}}}}
+	rootBody, _ := contract.Encode(root)
+	rootSum := contract.Checksum(rootBody)
+	head := contract.Head{SchemaVersion: 1, Collection: "orders", Version: 8, ManifestKey: contract.ManifestKey("orders", 8, rootSum), ManifestChecksum: rootSum, CommittedAtUnixMs: 1764400095000}
+	task := contract.NewTask(contract.KindCompaction, "orders", 8, rootSum, 3, 1764400096000)
+	out := obj(contract.RewriteOutputKey("orders", 1, task.TaskID, 0), 1)
+	cov := contract.Coverage{Removed: part.Objects, Added: []contract.ObjectEntry{out}}
+	reqID := contract.CutoverRequestID(task.TaskID, cov)
+	return map[string]any{
+		"head.json":                   head,
+		"manifest-root.json":          root,
+		"manifest-part.json":          part,
+		"task.json":                   task,
+		"lease.json":                  contract.Lease{TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, LeaseEpoch: 2, LeaseExpiryUnixMs: 1764400216000, Holder: "compaction/2026-11-29/abc", AcquiredAtUnixMs: 1764400096000},
+		"completion-rewrite.json":     contract.Completion{SchemaVersion: 1, TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, CCSFactsVersion: 3, LeaseEpoch: 2, Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: 1764400096000, FinishedAtUnixMs: 1764400101000, BytesRead: 96426, BytesWritten: 48213, Coverage: &cov},
+		"completion-cleanup.json":     contract.Completion{SchemaVersion: 1, TaskID: contract.TaskID(contract.KindTombstoneCleanup, "orders", 9, rootSum, 4), Kind: contract.KindTombstoneCleanup, Collection: "orders", BaseManifestVersion: 9, BaseManifestChecksum: rootSum, CCSFactsVersion: 4, Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Deleted: []string{out.Key}, AlreadyGone: 1, Complete: true}},
+		"cutover-request.json":        contract.CutoverRequest{SchemaVersion: 1, RequestID: reqID, Collection: "orders", BaseVersion: 8, BaseChecksum: rootSum, Removed: cov.Removed, Added: cov.Added},
+		"cutover-answer.json":         contract.CutoverAnswer{SchemaVersion: 1, RequestID: reqID, Status: contract.CutoverAccepted, CommittedVersion: 9, CommittedChecksum: contract.Checksum([]byte("root v9")), HeadVersion: 9},
+		"ccs-facts.json":              contract.CollectionFacts{SchemaVersion: 1, Collection: "orders", FactsVersion: 3, Lifecycle: contract.Lifecycle{RetentionMs: 604800000, TransitionAfterMs: 2592000000, TransitionToTier: contract.TierWarm}},
+		"release-intent-request.json": contract.ReleaseIntentRequest{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 4), IntentKind: contract.CollectionReleaseIntent, Collection: "orders", FactsVersion: 4, Dependencies: []string{"objects", "manifests", "reservation_horizon"}},
+		"release-intent-answer.json":  contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 4), Status: contract.IntentRecorded, RecordedAtUnixMs: 1764400200000},
+		"watermark.json":              contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
+	}
+}
+
+func decode(name string, b []byte) error {
+	var err error
+	switch name {
+	case "head.json":
+		_, err = contract.DecodeHead(name, b)
+	case "manifest-root.json":
+		_, err = contract.DecodeManifest(name, b)
+	case "manifest-part.json":
+		var p contract.Part
+		err = contract.Decode("part", name, b, &p)
+	case "task.json":
+		_, err = contract.DecodeTask(name, b)
+	case "lease.json":
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		var l contract.Lease
+		err = dec.Decode(&l)
+	case "completion-rewrite.json", "completion-cleanup.json":
+		_, err = contract.DecodeCompletion(name, b)
+	case "cutover-request.json":
+		_, err = contract.DecodeCutoverRequest(name, b)
+	case "cutover-answer.json":
+		_, err = contract.DecodeCutoverAnswer(name, b)
+	case "ccs-facts.json":
+		_, err = contract.DecodeCollectionFacts(name, b)
+	case "release-intent-request.json":
+		_, err = contract.DecodeReleaseIntentRequest(name, b)
+	case "release-intent-answer.json":
+		_, err = contract.DecodeReleaseIntentAnswer(name, b)
+	case "watermark.json":
+		_, err = contract.DecodeWatermark(name, b)
+	}
+	return err
+}
+
+func TestEventExamplesDecodeStrictly(t *testing.T) {
+	dir := filepath.Join("..", "..", "events")
+	for name, v := range examples() {
+		path := filepath.Join(dir, name)
+		if *update {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v (run: go test ./shared/contract -run Examples -update)", name, err)
+		}
+		if err := decode(name, b); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestUnknownFieldIsRefusedWithWhere(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", "manifest-root.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"schema_version": 1,`), []byte(`"schema_version": 1, "zorder": true,`), 1)
+	_, err = contract.DecodeManifest("collections/orders/manifests/x.json", b)
+	if err == nil || !strings.Contains(err.Error(), `"zorder"`) || !strings.Contains(err.Error(), "collections/orders/manifests/x.json") {
+		t.Fatalf("err = %v, want unknown field zorder at the key", err)
+	}
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	_, err := contract.DecodeHead("h", []byte(`{"schema_version":2,"collection":"a","version":1,"manifest_key":"x","manifest_checksum":"y","committed_at_unix_ms":1}`))
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,205 @@
+package localaws_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/searchfabric/bcc/shared/awsio"
+	"github.com/searchfabric/bcc/shared/localaws"
+	"github.com/searchfabric/bcc/shared/resources"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+func startStack(t *testing.T, hold bool) (*localaws.Stack, localaws.Clients, localaws.Provisioned) {
+	t.Helper()
+	s, err := localaws.Start(localaws.Options{Addr: "127.0.0.1:0", HoldS3Events: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	c := s.Clients()
+	p, err := localaws.Provision(context.Background(), c, resources.Default("t"), localaws.ProvisionOptions{VisibilityTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c, p
+}
+
+func TestS3ConditionalWrites(t *testing.T) {
+	_, c, p := startStack(t, false)
+	ctx := context.Background()
+	b := awsio.NewBucket(c.S3, p.Def.Bucket.Name)
+	etag, err := b.PutIfAbsent(ctx, "k", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PutIfAbsent(ctx, "k", []byte("again")); !errors.Is(err, store.ErrPreconditionFailed) {
+		t.Fatalf("If-None-Match on existing key: %v, want 412", err)
+	}
+	etag2, err := b.PutIfMatch(ctx, "k", []byte("v2"), etag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PutIfMatch(ctx, "k", []byte("v3"), etag); !errors.Is(err, store.ErrPreconditionFailed) {
+		t.Fatalf("stale If-Match: %v, want 412", err)
+	}
+	if _, err := b.PutIfMatch(ctx, "missing", []byte("x"), etag2); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("If-Match on a missing key: %v, want 404 NoSuchKey as on S3", err)
+	}
+	// Concurrent CAS: exactly one winner.
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.PutIfMatch(ctx, "k", []byte("w"+strconv.Itoa(i)), etag2); err == nil {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d concurrent If-Match winners, want exactly 1", wins.Load())
+	}
+}
+
+func TestDynamoDBConditionFailureIsTyped(t *testing.T) {
+	_, c, p := startStack(t, false)
+	ctx := context.Background()
+	item := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "a"}, "sk": &ddbtypes.AttributeValueMemberS{Value: "b"}}
+	put := &dynamodb.PutItemInput{TableName: aws.String(p.Def.Table.Name), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}
+	if _, err := c.Dynamo.PutItem(ctx, put); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Dynamo.PutItem(ctx, put)
+	var ccf *ddbtypes.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		t.Fatalf("second conditional put: %T %v, want *ConditionalCheckFailedException", err, err)
+	}
+}
+
+func TestHeadNotificationHasS3EventShape(t *testing.T) {
+	s, c, p := startStack(t, true)
+	ctx := context.Background()
+	b := awsio.NewBucket(c.S3, p.Def.Bucket.Name)
+	for _, k := range []string{"collections/c1/manifest_committed_head.json", "collections/c1/data/l0/x.seg", "other/manifest_committed_head.json", "collections/c1/manifest_committed_head.json"} {
+		if _, err := b.Put(ctx, k, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := s.TakeS3Events()
+	if len(held) != 2 {
+		t.Fatalf("%d notifications, want 2 (prefix+suffix filter)", len(held))
+	}
+	var seqs []string
+	for _, h := range held {
+		var ev events.S3Event
+		if err := json.Unmarshal(h.Payload, &ev); err != nil {
+			t.Fatal(err)
+		}
+		r := ev.Records[0]
+		if h.Function != resources.FnObserver || r.EventSource != "aws:s3" || r.EventName != "ObjectCreated:Put" ||
+			r.S3.Bucket.Name != p.Def.Bucket.Name || r.S3.Object.URLDecodedKey != "collections/c1/manifest_committed_head.json" ||
+			r.S3.Object.Size != 2 || r.S3.Object.ETag == "" || r.S3.Object.Sequencer == "" {
+			t.Fatalf("unexpected event %s", h.Payload)
+		}
+		seqs = append(seqs, r.S3.Object.Sequencer)
+	}
+	if !(seqs[0] < seqs[1]) {
+		t.Fatalf("sequencers not increasing for one key: %v", seqs)
+	}
+	out, err := c.S3.GetBucketNotificationConfiguration(ctx, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String(p.Def.Bucket.Name)})
+	if err != nil || len(out.LambdaFunctionConfigurations) != 1 || aws.ToString(out.LambdaFunctionConfigurations[0].LambdaFunctionArn) != localaws.FunctionARN(resources.FnObserver) {
+		t.Fatalf("notification configuration round trip: %v %+v", err, out)
+	}
+}
+
+// The event source mapping deletes what the handler processed, leaves the
+// items it reports in batchItemFailures for redelivery, and redrive moves a
+// message that keeps failing to the DLQ after maxReceiveCount.
+func TestEventSourceMappingPartialFailuresAndRedrive(t *testing.T) {
+	s, c, p := startStack(t, false)
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	s.RegisterFunction("consumer", func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var resp events.SQSEventResponse
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range ev.Records {
+			if r.EventSource != "aws:sqs" || r.Attributes["MessageGroupId"] == "" || r.Attributes["ApproximateReceiveCount"] == "" {
+				t.Errorf("record lacks SQS event attributes: %+v", r)
+			}
+			seen[r.Body]++
+			if strings.HasPrefix(r.Body, "poison") {
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+			}
+		}
+		return resp, nil
+	}, 5*time.Second)
+	url := p.QueueURLs[resources.QueueHandoff]
+	for i, body := range []string{"ok-1", "poison-1", "ok-2"} {
+		_, err := c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body),
+			MessageGroupId: aws.String("g" + strconv.Itoa(i)), MessageDeduplicationId: aws.String(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.MapQueue(localaws.Mapping{QueueURL: url, Function: "consumer", BatchSize: 10, MaxConcurrency: 1})
+	q, _ := p.Def.Queue(resources.QueueHandoff)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(p.DLQURLs[resources.QueueHandoff]), WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) == 1 {
+			if aws.ToString(out.Messages[0].Body) != "poison-1" {
+				t.Fatalf("DLQ got %q", aws.ToString(out.Messages[0].Body))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("poison message never reached the DLQ")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["ok-1"] != 1 || seen["ok-2"] != 1 || seen["poison-1"] != q.MaxReceiveCount {
+		t.Fatalf("deliveries %v, want ok once each and poison %d times", seen, q.MaxReceiveCount)
+	}
+}
+
+func TestRequestsAreCountedPerOperation(t *testing.T) {
+	s, c, p := startStack(t, false)
+	before := s.Counter().Snapshot()
+	b := awsio.NewBucket(c.S3, p.Def.Bucket.Name)
+	if _, err := b.Put(context.Background(), "x", bytes.Repeat([]byte("a"), 10)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Counter().Since(before)
+	if got["s3:PutObject"] != 1 || got["s3:GetObject"] != 1 || localaws.Total(got) != 2 {
+		t.Fatalf("counts %v", got)
+	}
+}

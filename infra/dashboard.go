@@ -63,17 +63,18 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		id := exportName(q.Class)
 		main, dlq := c.Queues[q.Class], c.DLQs[q.Class]
 		mo := &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum"), Label: jsii.String(q.Class)}
+		am := &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")} // unlabeled: a plain alarm metric
 		depth = append(depth, main.MetricApproximateNumberOfMessagesVisible(mo))
 		age = append(age, main.MetricApproximateAgeOfOldestMessage(mo))
 		dlqDepth = append(dlqDepth, dlq.MetricApproximateNumberOfMessagesVisible(mo))
 
 		alarm(id+"DLQDepthAlarm", fmt.Sprintf("%s-%s-dlq-not-empty", p, q.Class),
 			fmt.Sprintf("%s tasks reached the DLQ %s after %d receives: inspect, fix, redrive", q.Class, q.DLQName, q.MaxReceiveCount),
-			dlq.MetricApproximateNumberOfMessagesVisible(mo), 0)
+			dlq.MetricApproximateNumberOfMessagesVisible(am), 0)
 		th := OldestMessageAlarmThreshold(q.VisibilityTimeout)
 		alarm(id+"OldestMessageAlarm", fmt.Sprintf("%s-%s-oldest-message-age", p, q.Class),
 			fmt.Sprintf("oldest %s task older than %s (2x visibility %s): consumer stuck or failing", q.Class, th, q.VisibilityTimeout),
-			main.MetricApproximateAgeOfOldestMessage(mo), th.Seconds())
+			main.MetricApproximateAgeOfOldestMessage(am), th.Seconds())
 	}
 
 	var errs, dur, throttles, conc []awscloudwatch.IMetric

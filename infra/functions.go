@@ -219,7 +219,7 @@ func (c *Coordinator) envValues(cfg Config) (map[string]*string, error) {
 	return env, nil
 }
 
-// watermarkBucketName is the bucket GC reads the watermark from.
+// watermark is the bucket and key GC reads the query plane's watermark from.
 func (c *Coordinator) watermark(cfg Config) (bucket awss3.IBucket, key string) {
 	key = cfg.WatermarkKey
 	if key == "" {

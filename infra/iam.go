@@ -38,12 +38,12 @@ func Globs() KeyGlobs {
 	return g
 }
 
-// DynamoDB actions on single items; leases and fences use conditional
-// writes (and TransactWriteItems, whose per-item actions these are).
-var (
-	tableItemOps     = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
-	observerTableOps = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
-)
+// tableItemOps are the DynamoDB single-item actions the functions use on the
+// coordinator table (shared/awsio: leases and the observed state are
+// conditional GetItem/PutItem/UpdateItem; the observer's Revert of an
+// advance that could not be enqueued uses DeleteItem or PutItem). No Query,
+// Scan, batch or table-level action: nothing needs them.
+var tableItemOps = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 
 // addPolicies grants each function's role exactly what that function uses.
 // The SQS event source mappings add the consume permissions on the consumer's
@@ -75,7 +75,7 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	// objects; keeps debt in the table; enqueues compaction and GC tasks.
 	add(resources.FnObserver,
 		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
-		stmt("CoordinatorState", observerTableOps, table),
+		stmt("CoordinatorState", tableItemOps, table),
 		stmt("EnqueueTasks", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueCompaction), queueArn(resources.QueueGC)}),
 	)
 
@@ -114,7 +114,8 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	)
 
 	// handoff: reads heads and manifests to decide an ambiguous outcome from
-	// the head; talks to the publisher and CCS over HTTP (no AWS grant).
+	// the head; talks to the publisher and CCS over HTTP (no AWS grant). It
+	// deletes nothing: only a guard-disabled test path of shared/handoff would.
 	add(resources.FnHandoff,
 		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
 		stmt("CoordinatorState", tableItemOps, table),

@@ -108,7 +108,7 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 			rewrites = append(rewrites, fmt.Sprintf("%s/collections/*/data/l%d/*", B, l))
 		}
 		heads, manifests, data := B+"/collections/*/manifest_committed_head.json", B+"/collections/*/manifests/*", B+"/collections/*/data/*"
-		itemOps := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
+		itemOps := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
 		consume := []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 
 		for _, f := range s.c.Definition.Functions {
@@ -124,7 +124,7 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 			switch f.Name {
 			case resources.FnObserver:
 				allow([]string{"s3:GetObject"}, heads, manifests)
-				allow([]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, table)
+				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueCompaction), queue(resources.QueueGC))
 			case resources.FnCompaction:
 				allow([]string{"s3:GetObject"}, heads, manifests, data)

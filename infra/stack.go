@@ -157,6 +157,13 @@ func NewCoordinatorStack(scope constructs.Construct, id string, props *Coordinat
 	c.addPolicies(cfg)
 	c.addEventSources()
 	c.addMonitoring(cfg)
+	for key, val := range map[string]string{CtxPublisherEndpoint: cfg.PublisherEndpoint, CtxCCSEndpoint: cfg.CCSEndpoint} {
+		if val == "" {
+			awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("bcc:"+key), jsii.String(fmt.Sprintf(
+				"context %s is empty: the functions will have no endpoint for it (set -c %s=https://... or make deploy %s=...)",
+				key, key, map[string]string{CtxPublisherEndpoint: "PUBLISHER_ENDPOINT", CtxCCSEndpoint: "CCS_ENDPOINT"}[key])), nil)
+		}
+	}
 	if err := addSuppressions(c); err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func m(kv ...any) map[string]any {
 	return out
 }
 
-func refM(id string) map[string]any        { return m("Ref", id) }
+func refM(id string) map[string]any       { return m("Ref", id) }
 func getAttM(id, a string) map[string]any { return m("Fn::GetAtt", []any{id, a}) }
 
 // both runs f against both synthesized stacks.

@@ -67,14 +67,14 @@ type HeldEvent struct {
 }
 
 type notifier struct {
-	s       *Stack
-	mu      sync.Mutex
-	configs map[string]notificationConfiguration // by bucket
-	raw     map[string][]byte
-	seq     uint64
+	s        *Stack
+	mu       sync.Mutex
+	configs  map[string]notificationConfiguration // by bucket
+	raw      map[string][]byte
+	seq      uint64
 	inflight int
-	held    []HeldEvent
-	failed  []HeldEvent
+	held     []HeldEvent
+	failed   []HeldEvent
 }
 
 func newNotifier(s *Stack) *notifier {

@@ -45,7 +45,7 @@ type Env struct {
 	Stack     *localaws.Stack
 	Prov      localaws.Provisioned
 	Config    app.Config
-	Clients   app.Clients // counted: every call shows in Stack.Counter()
+	Clients   app.Clients   // counted: every call shows in Stack.Counter()
 	Bucket    *awsio.Bucket // uncounted (fixtures and stand-ins)
 	Lineage   *lineage.Reader
 	Publisher *publisher.Publisher
@@ -158,7 +158,10 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 // Handlers returns every function's handler, wired as on Lambda.
 func Handlers(cfg app.Config, cl app.Clients, rt app.Runtime) map[string]any {
 	return map[string]any{
-		resources.FnObserver: app.ObserverHandler(cfg, cl, rt).Handle,
+		resources.FnObserver:   app.ObserverHandler(cfg, cl, rt).Handle,
+		resources.FnCompaction: app.CompactionHandler(cfg, cl, rt).Handle,
+		resources.FnHandoff:    app.HandoffHandler(cfg, cl, rt).Handle,
+		resources.FnGC:         app.GCHandler(cfg, cl, rt).Handle,
 	}
 }
 

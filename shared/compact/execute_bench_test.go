@@ -1,0 +1,227 @@
+package compact
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/searchfabric/bcc/shared/awsio"
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/lease"
+	"github.com/searchfabric/bcc/shared/localaws"
+	"github.com/searchfabric/bcc/shared/segment"
+)
+
+const benchCollection = "bench"
+
+// benchInput encodes one input segment of about size bytes: keys i, i+n,
+// i+2n... so the inputs interleave, seqs disjoint per input.
+func benchInput(i, inputs int, size int64) []byte {
+	const payload = 100
+	per := int(size / (payload + 40))
+	var buf bytes.Buffer
+	w := segment.NewWriter(&buf, segment.WriterOptions{})
+	body := make([]byte, payload)
+	for j := range per {
+		body[0], body[1] = byte(i), byte(j)
+		r := segment.Record{Key: fmt.Sprintf("k%010d", j*inputs+i), Seq: uint64(i*per + j + 1), Delete: j%50 == 0, TsUnixMs: int64(j), Payload: body}
+		if err := w.Add(r); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+func benchEntry(key string, b []byte, seg *segment.Reader) contract.ObjectEntry {
+	return seg.Footer().Entry(key, int64(len(b)), contract.Checksum(b), contract.TierHot, 0)
+}
+
+func benchTask() contract.Task {
+	return contract.NewTask(contract.KindCompaction, benchCollection, 9, "sha256:"+fmt.Sprintf("%064d", 9), 0, 0)
+}
+
+// benchMerge runs the executor's merge path (segment iterators over the
+// objects' ReaderAt, outputs PUT under the task's keys, heartbeat per output).
+func benchMerge(b *testing.B, objects Objects, inputs []contract.ObjectEntry) segment.MergeStats {
+	ctx := context.Background()
+	e := NewExecutor(objects, lease.New(lease.NewMemory(), guard.All()), nil, nil, time.Now,
+		ExecConfig{Policy: Policy{TargetObjectBytes: 16 << 20}, LeaseDuration: time.Minute, Guards: guard.All()}, nil, nil)
+	task := benchTask()
+	ls, err := e.leases.Acquire(ctx, task, fmt.Sprintf("bench-%d", time.Now().UnixNano()), time.Now(), time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	job := Job{Tier: contract.TierHot, Inputs: inputs, OutputLevel: 1, DropDeletes: true}
+	_, stats, _, err := e.merge(ctx, task, ls, job)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return stats
+}
+
+var benchTotals = []int64{4 << 20, 16 << 20, 64 << 20}
+
+const benchInputs = 4
+
+// BenchmarkExecutorMergeS3 measures the executor's merge through the S3
+// Bucket adapter on the embedded stack (ranged GETs per block, PUT per
+// output) and reports its time as a ratio to a raw copy (GET + PUT of every
+// input through the same adapter) measured in the same run.
+func BenchmarkExecutorMergeS3(b *testing.B) {
+	stack, err := localaws.Start(localaws.Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stack.Close()
+	cl := stack.Clients()
+	ctx := context.Background()
+	if _, err := cl.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bench")}); err != nil {
+		b.Fatal(err)
+	}
+	bucket := awsio.NewBucket(cl.S3, "bench")
+	for _, total := range benchTotals {
+		b.Run(fmt.Sprintf("in=%dMiB", total>>20), func(b *testing.B) {
+			var inputs []contract.ObjectEntry
+			var size int64
+			for i := range benchInputs {
+				body := benchInput(i, benchInputs, total/benchInputs)
+				key := contract.AppendSegmentKey(benchCollection, uint64(total>>20), i)
+				if _, err := bucket.Put(ctx, key, body); err != nil {
+					b.Fatal(err)
+				}
+				r, err := segment.Open(bytes.NewReader(body), int64(len(body)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				inputs = append(inputs, benchEntry(key, body, r))
+				size += int64(len(body))
+			}
+			rawStart := time.Now()
+			for _, in := range inputs {
+				body, err := bucket.Get(ctx, in.Key)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := bucket.Put(ctx, "copy/"+in.Key, body); err != nil {
+					b.Fatal(err)
+				}
+			}
+			raw := time.Since(rawStart)
+			b.SetBytes(size)
+			b.ResetTimer()
+			var stats segment.MergeStats
+			for b.Loop() {
+				stats = benchMerge(b, bucket, inputs)
+			}
+			b.StopTimer()
+			perOp := b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(float64(perOp)/float64(raw), "merge/rawcopy")
+			b.ReportMetric(float64(stats.BytesWritten)/float64(size), "out/in")
+		})
+	}
+}
+
+// fileObjects serves objects from files, so the heap measured is the
+// merge's own (an in-process S3 keeps every object on the heap).
+type fileObjects struct{ dir string }
+
+func (f fileObjects) path(key string) string { return filepath.Join(f.dir, filepath.FromSlash(key)) }
+
+func (f fileObjects) Get(_ context.Context, key string) ([]byte, error) {
+	return os.ReadFile(f.path(key))
+}
+
+func (f fileObjects) ReaderAt(_ context.Context, key string, _ int64) io.ReaderAt {
+	fh, err := os.Open(f.path(key))
+	if err != nil {
+		return errReaderAt{err}
+	}
+	return fh // closed with the process; benchmark only
+}
+
+func (f fileObjects) Put(_ context.Context, key string, body []byte) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(f.path(key)), 0o755); err != nil {
+		return "", err
+	}
+	return "", os.WriteFile(f.path(key), body, 0o644)
+}
+
+type errReaderAt struct{ err error }
+
+func (e errReaderAt) ReadAt([]byte, int64) (int, error) { return 0, e.err }
+
+// BenchmarkExecutorMergeHeap reports the merge path's peak heap above the
+// starting heap for inputs of growing size (inputs on disk). The output
+// buffer is bounded by the target object size (16 MiB here), inputs by one
+// block each: the peak must not grow with the input size past that.
+func BenchmarkExecutorMergeHeap(b *testing.B) {
+	for _, total := range benchTotals {
+		b.Run(fmt.Sprintf("in=%dMiB", total>>20), func(b *testing.B) {
+			objs := fileObjects{dir: b.TempDir()}
+			var inputs []contract.ObjectEntry
+			var size int64
+			for i := range benchInputs {
+				body := benchInput(i, benchInputs, total/benchInputs)
+				key := contract.AppendSegmentKey(benchCollection, 1, i)
+				if _, err := objs.Put(context.Background(), key, body); err != nil {
+					b.Fatal(err)
+				}
+				r, _ := segment.Open(bytes.NewReader(body), int64(len(body)))
+				inputs = append(inputs, benchEntry(key, body, r))
+				size += int64(len(body))
+			}
+			b.SetBytes(size)
+			stop := heapPeak()
+			b.ResetTimer()
+			for b.Loop() {
+				benchMerge(b, objs, inputs)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(stop())/(1<<20), "peak-heap-MiB")
+		})
+	}
+}
+
+func heapPeak() (stop func() uint64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base, peak := ms.HeapAlloc, ms.HeapAlloc
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc)
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak - base
+	}
+}

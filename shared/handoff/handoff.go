@@ -1,0 +1,362 @@
+// Package handoff is the handoff use case: it turns executor completions
+// into the next owner's action. A rewrite (compaction, lifecycle transition)
+// becomes a cutover candidate for the Manifest Publisher; a finished
+// tombstone cleanup becomes a CCS release intent. Neither is ever decided
+// from coordinator state: the publisher's head CAS and CCS's idempotent
+// intent identity are the fences, and the committed head is re-read before
+// every decision.
+//
+// Rules:
+//   - A rewrite older than the maximum task lifetime is dropped: GC may
+//     already be reclaiming its never-committed outputs.
+//   - If the head moved since the result's base, the result is dropped
+//     (stale) — never rebased — and fresh work comes from the new head. If
+//     a version since the base added delete markers over an input's key
+//     range, the result is rejected as a delete gain (checked first).
+//   - A cutover whose outcome is unknown (timeout, 5xx) is resolved by
+//     re-reading the head: our request id in the lineage since the base
+//     means accepted; the head still at the base means resubmit (the
+//     publisher is idempotent by request id); anything else is stale. The
+//     handoff never blindly retries and never cleans up.
+//   - Outputs of a dropped result are left for GC's never-committed reclaim.
+//   - A release intent is requested only when the cleanup reports every
+//     dependency confirmed, with a deterministic intent id.
+//   - Duplicate completions are harmless on every path.
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// Lineage reads committed manifests (package lineage).
+type Lineage interface {
+	HeadRoot(ctx context.Context, collection string) (contract.Head, contract.Manifest, error)
+	Root(ctx context.Context, key, checksum string) (contract.Manifest, error)
+}
+
+// Publisher is the Manifest Publisher. An unknown outcome is an error
+// wrapping store.ErrAmbiguous.
+type Publisher interface {
+	Cutover(ctx context.Context, req contract.CutoverRequest) (contract.CutoverAnswer, error)
+}
+
+// CCS records release intents (idempotent by intent id).
+type CCS interface {
+	RecordReleaseIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error)
+}
+
+// Reclaimer deletes objects. It is used only by the unguarded ambiguous
+// path (guard.AmbiguousReread off), which models the naive "treat unknown
+// as failed and clean up" behaviour the guard exists against. With every
+// guard on the handoff deletes nothing.
+type Reclaimer interface {
+	DeleteKeys(ctx context.Context, keys []string) error
+}
+
+// Config tunes the handoff.
+type Config struct {
+	MaxTaskLifetime time.Duration
+	// MaxLineageWalk bounds how many versions since a base are read to
+	// find an applied request or a delete gain (default 64); a longer gap
+	// is treated as stale.
+	MaxLineageWalk int
+	// MaxResubmits bounds resubmissions after unknown outcomes in one
+	// delivery (default 3); then the message is retried later.
+	MaxResubmits int
+	Guards       guard.Set
+}
+
+// Handoff is the use case.
+type Handoff struct {
+	lin     Lineage
+	pub     Publisher
+	ccs     CCS
+	reclaim Reclaimer
+	now     func() time.Time
+	cfg     Config
+	metrics *metrics.Recorder
+	log     *slog.Logger
+}
+
+// New wires the handoff. ccs and reclaim may be nil.
+func New(lin Lineage, pub Publisher, ccs CCS, reclaim Reclaimer, now func() time.Time, cfg Config, m *metrics.Recorder, log *slog.Logger) *Handoff {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxTaskLifetime <= 0 {
+		cfg.MaxTaskLifetime = 15 * time.Minute
+	}
+	if cfg.MaxLineageWalk <= 0 {
+		cfg.MaxLineageWalk = 64
+	}
+	if cfg.MaxResubmits <= 0 {
+		cfg.MaxResubmits = 3
+	}
+	return &Handoff{lin: lin, pub: pub, ccs: ccs, reclaim: reclaim, now: now, cfg: cfg, metrics: m, log: log}
+}
+
+// Outcome of one completion.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeAccepted         Outcome = "accepted"             // the head is (or already was) the result
+	OutcomeStale            Outcome = "stale"                // the head moved: dropped
+	OutcomeRejectedDelete   Outcome = "rejected_delete_gain" // inputs gained deletes since the base
+	OutcomeRejected         Outcome = "rejected"             // the publisher refused the candidate
+	OutcomeExpired          Outcome = "expired"              // older than the maximum task lifetime
+	OutcomeFailedAmbiguous  Outcome = "dropped_ambiguous"    // unguarded path only
+	OutcomeIgnored          Outcome = "ignored"              // nothing to hand off
+	OutcomeIntentRecorded   Outcome = "intent_recorded"
+	OutcomeIntentRejected   Outcome = "intent_rejected"
+	OutcomeIntentNotAllowed Outcome = "intent_not_allowed" // cleanup not complete
+)
+
+// Result reports one completion.
+type Result struct {
+	Outcome   Outcome
+	Reason    string
+	RequestID string
+	Version   uint64 // committed version, when accepted
+}
+
+// Process hands one completion to its owner. An error means "retry later"
+// (the message stays); every definite decision returns nil.
+func (h *Handoff) Process(ctx context.Context, c contract.Completion) (Result, error) {
+	switch {
+	case c.Kind.Rewrites():
+		return h.rewrite(ctx, c)
+	case c.Kind == contract.KindTombstoneCleanup:
+		return h.release(ctx, c)
+	}
+	h.metrics.Add("CompletionsIgnored", 1)
+	return Result{Outcome: OutcomeIgnored, Reason: fmt.Sprintf("%s completions need no handoff", c.Kind)}, nil
+}
+
+func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, error) {
+	if c.Outcome != contract.OutcomeSucceeded || c.Coverage == nil || len(c.Coverage.Removed) == 0 {
+		h.metrics.Add("CompletionsIgnored", 1)
+		return Result{Outcome: OutcomeIgnored, Reason: "no replacement to hand off (outcome " + c.Outcome + ")"}, nil
+	}
+	reqID := contract.CutoverRequestID(c.TaskID, *c.Coverage)
+	res := Result{RequestID: reqID}
+	if age := h.now().Sub(time.UnixMilli(c.StartedAtUnixMs)); age > h.cfg.MaxTaskLifetime {
+		h.metrics.Add("ExpiredResultsDropped", 1)
+		res.Outcome, res.Reason = OutcomeExpired, fmt.Sprintf("task started %s ago, over the %s lifetime", age.Round(time.Millisecond), h.cfg.MaxTaskLifetime)
+		h.log.Warn("result dropped: task lifetime exceeded", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
+		return res, nil
+	}
+	req := contract.CutoverRequest{
+		SchemaVersion: contract.SchemaVersion, RequestID: reqID, Collection: c.Collection,
+		BaseVersion: c.BaseManifestVersion, BaseChecksum: c.BaseManifestChecksum,
+		Removed: c.Coverage.Removed, Added: nonNil(c.Coverage.Added),
+	}
+	for attempt := 0; ; attempt++ {
+		verdict, err := h.judge(ctx, c, reqID)
+		if err != nil || verdict.Outcome != "" {
+			return h.finish(c, verdict), err
+		}
+		ans, err := h.pub.Cutover(ctx, req)
+		if err == nil {
+			return h.answered(c, res, ans), nil
+		}
+		if !errors.Is(err, store.ErrAmbiguous) {
+			return res, fmt.Errorf("submit cutover %s of %s: %w", reqID, c.TaskID, err)
+		}
+		h.metrics.Add("AmbiguousCutovers", 1)
+		if !h.cfg.Guards.AmbiguousReread {
+			return h.naiveAmbiguous(ctx, c, res, err)
+		}
+		h.log.Warn("cutover outcome unknown; re-reading the head", "task", c.TaskID, "request", reqID, "err", err)
+		if attempt+1 >= h.cfg.MaxResubmits {
+			return res, fmt.Errorf("cutover %s of %s still unknown after %d submissions: %w", reqID, c.TaskID, attempt+1, err)
+		}
+		// Loop: judge re-reads the head. Our request in the lineage means
+		// accepted; head == base means resubmit; anything else is stale.
+	}
+}
+
+// judge reads the committed head and decides what the result can still
+// become: a non-empty Outcome is final, an empty one means "submit".
+func (h *Handoff) judge(ctx context.Context, c contract.Completion, reqID string) (Result, error) {
+	res := Result{RequestID: reqID}
+	head, root, err := h.lin.HeadRoot(ctx, c.Collection)
+	if err != nil {
+		return res, fmt.Errorf("read head of %s: %w", c.Collection, err)
+	}
+	if head.Version == c.BaseManifestVersion && head.ManifestChecksum == c.BaseManifestChecksum {
+		return res, nil
+	}
+	since, complete, err := h.since(ctx, root, c.BaseManifestVersion)
+	if err != nil {
+		return res, err
+	}
+	for _, m := range since {
+		if m.Origin.Kind == contract.OriginCutover && m.Origin.RequestID == reqID {
+			res.Outcome, res.Version, res.Reason = OutcomeAccepted, m.Version, "already applied"
+			return res, nil
+		}
+	}
+	if h.cfg.Guards.DeleteGainCheck {
+		if !complete {
+			res.Outcome, res.Reason = OutcomeRejectedDelete, fmt.Sprintf("cannot read every version between v%d and head v%d; failing closed", c.BaseManifestVersion, head.Version)
+			return res, nil
+		}
+		if gain := deleteGain(since, c.Coverage.Removed); gain != "" {
+			res.Outcome, res.Reason = OutcomeRejectedDelete, gain
+			return res, nil
+		}
+	}
+	if h.cfg.Guards.BaseRevalidation {
+		res.Outcome, res.Reason = OutcomeStale, fmt.Sprintf("head is v%d, result is based on v%d", head.Version, c.BaseManifestVersion)
+		return res, nil
+	}
+	return res, nil
+}
+
+// since returns the roots from head down to (excluding) base, newest
+// first; complete is false when the walk could not reach base.
+func (h *Handoff) since(ctx context.Context, head contract.Manifest, base uint64) ([]contract.Manifest, bool, error) {
+	var out []contract.Manifest
+	m := head
+	for m.Version > base {
+		out = append(out, m)
+		if len(out) > h.cfg.MaxLineageWalk || m.ParentVersion == 0 {
+			return out, false, nil
+		}
+		if m.ParentVersion <= base {
+			return out, m.ParentVersion == base, nil
+		}
+		p, err := h.lin.Root(ctx, m.ParentKey, m.ParentChecksum)
+		if errors.Is(err, store.ErrNotFound) {
+			return out, false, nil
+		}
+		if err != nil {
+			return out, false, fmt.Errorf("read lineage of %s: %w", head.Collection, err)
+		}
+		m = p
+	}
+	return out, m.Version == base, nil
+}
+
+// deleteGain names an object added since the base that carries delete
+// markers over an input's record key range.
+func deleteGain(since []contract.Manifest, inputs []contract.ObjectEntry) string {
+	for _, m := range since {
+		for _, a := range m.Change.Added {
+			if a.DeleteCount == 0 {
+				continue
+			}
+			for _, in := range inputs {
+				if in.DocCount > 0 && a.MinRecordKey <= in.MaxRecordKey && a.MaxRecordKey >= in.MinRecordKey {
+					return fmt.Sprintf("v%d added %s with %d deletes over input %s [%s, %s]", m.Version, a.Key, a.DeleteCount, in.Key, in.MinRecordKey, in.MaxRecordKey)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func (h *Handoff) answered(c contract.Completion, res Result, ans contract.CutoverAnswer) Result {
+	switch ans.Status {
+	case contract.CutoverAccepted:
+		res.Outcome, res.Version = OutcomeAccepted, ans.CommittedVersion
+	case contract.CutoverConflict:
+		res.Outcome, res.Reason = OutcomeStale, "publisher: "+ans.Reason
+	default:
+		res.Outcome, res.Reason = OutcomeRejected, "publisher: "+ans.Reason
+	}
+	return h.finish(c, res)
+}
+
+func (h *Handoff) finish(c contract.Completion, res Result) Result {
+	switch res.Outcome {
+	case OutcomeAccepted:
+		h.metrics.Add("CutoversAccepted", 1)
+		h.log.Info("cutover accepted", "task", c.TaskID, "collection", c.Collection, "base", c.BaseManifestVersion, "version", res.Version, "request", res.RequestID, "reason", res.Reason)
+	case OutcomeStale:
+		h.metrics.Add("StaleResultsDropped", 1)
+		h.log.Info("stale result dropped; outputs left for never-committed reclaim", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
+	case OutcomeRejectedDelete:
+		h.metrics.Add("RejectedDeleteGain", 1)
+		h.log.Warn("result rejected: inputs gained deletes since its base", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
+	case OutcomeRejected:
+		h.metrics.Add("CutoversRejected", 1)
+		h.log.Error("cutover rejected by the publisher", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
+	}
+	return res
+}
+
+// naiveAmbiguous is the behaviour without the ambiguous-outcome re-read:
+// the unknown outcome is taken as a failure, the result is dropped and its
+// outputs are cleaned up. When the publisher did apply the request, the
+// committed head now references deleted objects. Never used with guard.All().
+func (h *Handoff) naiveAmbiguous(ctx context.Context, c contract.Completion, res Result, cause error) (Result, error) {
+	h.metrics.Add("StaleResultsDropped", 1)
+	res.Outcome, res.Reason = OutcomeFailedAmbiguous, "cutover failed: "+cause.Error()
+	if h.reclaim != nil {
+		keys := make([]string, 0, len(c.Coverage.Added))
+		for _, o := range c.Coverage.Added {
+			keys = append(keys, o.Key)
+		}
+		if err := h.reclaim.DeleteKeys(ctx, keys); err != nil {
+			return res, err
+		}
+	}
+	h.log.Warn("cutover treated as failed and its outputs cleaned up (ambiguous_reread guard off)", "task", c.TaskID)
+	return res, nil
+}
+
+func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, error) {
+	complete := c.Outcome == contract.OutcomeSucceeded && c.Cleanup != nil && c.Cleanup.Complete
+	if h.cfg.Guards.ReleaseDependencies && !complete {
+		h.metrics.Add("ReleaseIntentsDeferred", 1)
+		return Result{Outcome: OutcomeIntentNotAllowed, Reason: "cleanup dependencies are not all confirmed"}, nil
+	}
+	if h.ccs == nil {
+		return Result{}, errors.New("release intent: no CCS endpoint configured")
+	}
+	id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c.Collection, c.CCSFactsVersion)
+	req := contract.ReleaseIntentRequest{
+		SchemaVersion: contract.SchemaVersion, IntentID: id, IntentKind: contract.CollectionReleaseIntent,
+		Collection: c.Collection, FactsVersion: c.CCSFactsVersion, Dependencies: dependencies(c),
+	}
+	ans, err := h.ccs.RecordReleaseIntent(ctx, req)
+	if err != nil {
+		// CCS is idempotent by intent id, so a redelivery resubmits safely.
+		return Result{RequestID: id}, fmt.Errorf("record release intent %s for %s: %w", id, c.Collection, err)
+	}
+	switch ans.Status {
+	case contract.IntentRecorded, contract.IntentAlreadyRecorded:
+		h.metrics.Add("ReleaseIntentsRecorded", 1)
+		h.log.Info("release intent recorded", "collection", c.Collection, "intent", id, "status", ans.Status)
+		return Result{Outcome: OutcomeIntentRecorded, RequestID: id, Reason: ans.Status}, nil
+	}
+	h.metrics.Add("ReleaseIntentsRejected", 1)
+	h.log.Error("release intent rejected by CCS", "collection", c.Collection, "intent", id, "reason", ans.Reason)
+	return Result{Outcome: OutcomeIntentRejected, RequestID: id, Reason: ans.Reason}, nil
+}
+
+func dependencies(c contract.Completion) []string {
+	deps := []string{"task:" + c.TaskID}
+	if c.Cleanup != nil {
+		deps = append(deps, fmt.Sprintf("objects_deleted:%d", len(c.Cleanup.Deleted)), fmt.Sprintf("objects_already_gone:%d", c.Cleanup.AlreadyGone))
+	}
+	return deps
+}
+
+func nonNil(s []contract.ObjectEntry) []contract.ObjectEntry {
+	if s == nil {
+		return []contract.ObjectEntry{}
+	}
+	return s
+}

@@ -1,0 +1,196 @@
+package handoff
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func sum(v uint64) string { return fmt.Sprintf("sha256:%064d", v) }
+
+// fakeLineage is a linear lineage of roots, version -> root.
+type fakeLineage struct{ roots map[uint64]contract.Manifest }
+
+func newLineage(n uint64) *fakeLineage {
+	l := &fakeLineage{roots: map[uint64]contract.Manifest{}}
+	for v := uint64(1); v <= n; v++ {
+		l.add(contract.Origin{Kind: contract.OriginAppend}, nil)
+	}
+	return l
+}
+
+func (l *fakeLineage) head() uint64 { return uint64(len(l.roots)) }
+
+func (l *fakeLineage) add(o contract.Origin, added []contract.ObjectEntry) {
+	v := l.head() + 1
+	m := contract.Manifest{Collection: "c1", Version: v, Origin: o, Change: contract.Change{Added: added}}
+	if v > 1 {
+		m.ParentVersion, m.ParentKey, m.ParentChecksum = v-1, contract.ManifestKey("c1", v-1, sum(v-1)), sum(v-1)
+	}
+	l.roots[v] = m
+}
+
+func (l *fakeLineage) HeadRoot(context.Context, string) (contract.Head, contract.Manifest, error) {
+	v := l.head()
+	return contract.Head{Collection: "c1", Version: v, ManifestChecksum: sum(v)}, l.roots[v], nil
+}
+
+func (l *fakeLineage) Root(_ context.Context, key, checksum string) (contract.Manifest, error) {
+	for v, m := range l.roots {
+		if sum(v) == checksum {
+			return m, nil
+		}
+	}
+	return contract.Manifest{}, store.ErrNotFound
+}
+
+// fakePublisher applies a cutover when the head is its base (strict) and
+// can answer ambiguously after applying.
+type fakePublisher struct {
+	lin       *fakeLineage
+	ambiguous int // answer this many calls with ErrAmbiguous (after applying)
+	calls     int
+}
+
+func (p *fakePublisher) Cutover(_ context.Context, r contract.CutoverRequest) (contract.CutoverAnswer, error) {
+	p.calls++
+	ans := contract.CutoverAnswer{RequestID: r.RequestID}
+	if p.lin.head() != r.BaseVersion {
+		ans.Status = contract.CutoverConflict
+	} else {
+		p.lin.add(contract.Origin{Kind: contract.OriginCutover, RequestID: r.RequestID}, r.Added)
+		ans.Status, ans.CommittedVersion = contract.CutoverAccepted, p.lin.head()
+	}
+	if p.ambiguous > 0 {
+		p.ambiguous--
+		return contract.CutoverAnswer{}, fmt.Errorf("timeout: %w", store.ErrAmbiguous)
+	}
+	return ans, nil
+}
+
+func completion(base uint64, started time.Time) contract.Completion {
+	in := contract.ObjectEntry{Key: "collections/c1/data/l0/a.seg", DocCount: 10, MinRecordKey: "k10", MaxRecordKey: "k20"}
+	out := contract.ObjectEntry{Key: "collections/c1/data/l1/t/0000.seg", DocCount: 10, MinRecordKey: "k10", MaxRecordKey: "k20"}
+	return contract.Completion{TaskID: "t", Kind: contract.KindCompaction, Collection: "c1", BaseManifestVersion: base,
+		BaseManifestChecksum: sum(base), Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: started.UnixMilli(),
+		Coverage: &contract.Coverage{Removed: []contract.ObjectEntry{in}, Added: []contract.ObjectEntry{out}}}
+}
+
+func newHandoff(lin *fakeLineage, pub Publisher, g guard.Set) (*Handoff, *metrics.Recorder) {
+	m := metrics.New("handoff")
+	return New(lin, pub, nil, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil), m
+}
+
+func TestRewriteDecisions(t *testing.T) {
+	deletes := []contract.ObjectEntry{{Key: "collections/c1/data/l0/d.seg", DocCount: 3, DeleteCount: 3, MinRecordKey: "k15", MaxRecordKey: "k16"}}
+	disjoint := []contract.ObjectEntry{{Key: "collections/c1/data/l0/e.seg", DocCount: 3, DeleteCount: 3, MinRecordKey: "z1", MaxRecordKey: "z2"}}
+	for _, tc := range []struct {
+		name      string
+		g         guard.Set
+		after     [][]contract.ObjectEntry // appends after the base
+		ambiguous int
+		started   time.Time
+		want      Outcome
+	}{
+		{"accepted", guard.All(), nil, 0, t0, OutcomeAccepted},
+		{"head moved", guard.All(), [][]contract.ObjectEntry{disjoint}, 0, t0, OutcomeStale},
+		{"delete gain", guard.All(), [][]contract.ObjectEntry{deletes}, 0, t0, OutcomeRejectedDelete},
+		{"delete gain, revalidation off", withoutG("base_revalidation"), [][]contract.ObjectEntry{deletes}, 0, t0, OutcomeRejectedDelete},
+		{"expired", guard.All(), nil, 0, t0.Add(-time.Hour), OutcomeExpired},
+		{"ambiguous applied", guard.All(), nil, 1, t0, OutcomeAccepted},
+		{"ambiguous unguarded", withoutG("ambiguous_reread"), nil, 1, t0, OutcomeFailedAmbiguous},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lin := newLineage(5)
+			for _, a := range tc.after {
+				lin.add(contract.Origin{Kind: contract.OriginAppend}, a)
+			}
+			pub := &fakePublisher{lin: lin, ambiguous: tc.ambiguous}
+			h, _ := newHandoff(lin, pub, tc.g)
+			res, err := h.Process(context.Background(), completion(5, tc.started))
+			if err != nil || res.Outcome != tc.want {
+				t.Fatalf("%s %s %v, want %s", res.Outcome, res.Reason, err, tc.want)
+			}
+		})
+	}
+}
+
+// A duplicate completion after acceptance is accepted again without a
+// second cutover, even though the head moved (by our own cutover).
+func TestDuplicateCompletionIsHarmless(t *testing.T) {
+	lin := newLineage(5)
+	pub := &fakePublisher{lin: lin}
+	h, m := newHandoff(lin, pub, guard.All())
+	c := completion(5, t0)
+	for range 2 {
+		if res, err := h.Process(context.Background(), c); err != nil || res.Outcome != OutcomeAccepted {
+			t.Fatalf("%s %v", res.Outcome, err)
+		}
+	}
+	if pub.calls != 1 || lin.head() != 6 {
+		t.Fatalf("publisher called %d times, head v%d", pub.calls, lin.head())
+	}
+	if m.Counts()["CutoversAccepted"] != 2 {
+		t.Fatal(m.Counts())
+	}
+}
+
+type fakeCCS struct {
+	reqs []contract.ReleaseIntentRequest
+}
+
+func (f *fakeCCS) RecordReleaseIntent(_ context.Context, r contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
+	st := contract.IntentRecorded
+	for _, p := range f.reqs {
+		if p.IntentID == r.IntentID {
+			st = contract.IntentAlreadyRecorded
+		}
+	}
+	f.reqs = append(f.reqs, r)
+	return contract.ReleaseIntentAnswer{IntentID: r.IntentID, Status: st}, nil
+}
+
+// A release intent is requested only for a complete cleanup; without the
+// guard an incomplete cleanup releases the name.
+func TestReleaseIntentOnlyWhenComplete(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		g        guard.Set
+		complete bool
+		want     int
+	}{{"complete", guard.All(), true, 1}, {"incomplete", guard.All(), false, 0}, {"incomplete unguarded", withoutG("release_dependencies"), false, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ccs := &fakeCCS{}
+			h := New(newLineage(1), nil, ccs, nil, time.Now, Config{Guards: tc.g}, nil, nil)
+			c := contract.Completion{TaskID: "tc", Kind: contract.KindTombstoneCleanup, Collection: "c1", CCSFactsVersion: 4,
+				Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Complete: tc.complete}}
+			for range 2 { // duplicates are harmless
+				if _, err := h.Process(context.Background(), c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := len(ccs.reqs); got != 2*tc.want {
+				t.Fatalf("%d intent requests, want %d", got, 2*tc.want)
+			}
+			if tc.want > 0 && ccs.reqs[0].IntentID != ccs.reqs[1].IntentID {
+				t.Fatal("intent id is not deterministic")
+			}
+		})
+	}
+}
+
+func withoutG(name string) guard.Set {
+	g, ok := guard.Without(name)
+	if !ok {
+		panic(name)
+	}
+	return g
+}

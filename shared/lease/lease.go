@@ -1,0 +1,113 @@
+// Package lease is the task lease use case: one holder works on one task at
+// a time, so the coordinator avoids duplicate work. A lease is never what
+// keeps data safe (the owners' fences are: the publisher's head CAS, GC's
+// re-check, CCS's idempotent intents); losing or wiping every lease record
+// only costs duplicate work.
+//
+// Rules:
+//   - Acquire takes a lease that is free or expired, incrementing its epoch
+//     and recording the holder and expiry; a task marked done is never
+//     re-acquired (ErrDone); a live lease of another holder is refused
+//     (ErrHeld).
+//   - Extend (heartbeat) and Complete succeed only while the stored epoch and
+//     holder are still the caller's; otherwise the caller lost the lease
+//     (ErrLost) and must stop without reporting.
+//   - Every write is a conditional write in the Store. With the
+//     guard.Set.LeaseCondition guard off (mutation proofs only) the writes
+//     are unconditional, which is exactly the bug the guard exists against.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// Sentinel outcomes.
+var (
+	ErrHeld = errors.New("lease held by another holder")
+	ErrLost = errors.New("lease lost")
+	ErrDone = errors.New("task already done")
+)
+
+// State is a stored lease record.
+type State struct {
+	Lease contract.Lease
+	Done  bool
+}
+
+// Store keeps lease records (the coordinator table). Conditional methods
+// refuse with an error wrapping store.ErrConditionFailed and, where they
+// can, return the stored state that refused them.
+type Store interface {
+	// Acquire writes l with epoch = stored epoch + 1 (1 when none) and
+	// returns the written lease. When conditional, only if no record exists
+	// or the record is not done and its expiry is <= nowMs.
+	Acquire(ctx context.Context, l contract.Lease, nowMs int64, conditional bool) (contract.Lease, State, error)
+	// Extend sets the expiry of taskID. When conditional, only while the
+	// stored epoch and holder equal epoch and holder and it is not done.
+	Extend(ctx context.Context, taskID, holder string, epoch uint64, expiryMs int64, conditional bool) error
+	// Complete marks taskID done. When conditional, only while the stored
+	// epoch and holder equal epoch and holder.
+	Complete(ctx context.Context, taskID, holder string, epoch uint64, nowMs int64, conditional bool) error
+}
+
+// Leases is the use case.
+type Leases struct {
+	store       Store
+	conditional bool
+}
+
+// New returns the use case; g.LeaseCondition chooses conditional writes
+// (always on in production).
+func New(s Store, g guard.Set) *Leases { return &Leases{store: s, conditional: g.LeaseCondition} }
+
+// Acquire takes task's lease for holder until now+d.
+func (l *Leases) Acquire(ctx context.Context, task contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error) {
+	want := contract.Lease{
+		TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
+		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
+		LeaseExpiryUnixMs: now.Add(d).UnixMilli(), Holder: holder, AcquiredAtUnixMs: now.UnixMilli(),
+	}
+	got, cur, err := l.store.Acquire(ctx, want, now.UnixMilli(), l.conditional)
+	switch {
+	case err == nil:
+		return got, nil
+	case errors.Is(err, store.ErrConditionFailed) && cur.Done:
+		return cur.Lease, fmt.Errorf("acquire %s: %w (epoch %d)", task.TaskID, ErrDone, cur.Lease.LeaseEpoch)
+	case errors.Is(err, store.ErrConditionFailed):
+		return cur.Lease, fmt.Errorf("acquire %s: %w: %s until %d (epoch %d)", task.TaskID, ErrHeld, cur.Lease.Holder, cur.Lease.LeaseExpiryUnixMs, cur.Lease.LeaseEpoch)
+	}
+	return contract.Lease{}, fmt.Errorf("acquire %s: %w", task.TaskID, err)
+}
+
+// Extend heartbeats the lease until now+d.
+func (l *Leases) Extend(ctx context.Context, ls contract.Lease, now time.Time, d time.Duration) (contract.Lease, error) {
+	exp := now.Add(d).UnixMilli()
+	err := l.store.Extend(ctx, ls.TaskID, ls.Holder, ls.LeaseEpoch, exp, l.conditional)
+	switch {
+	case err == nil:
+		ls.LeaseExpiryUnixMs = exp
+		return ls, nil
+	case errors.Is(err, store.ErrConditionFailed):
+		return ls, fmt.Errorf("extend %s epoch %d: %w", ls.TaskID, ls.LeaseEpoch, ErrLost)
+	}
+	return ls, fmt.Errorf("extend %s: %w", ls.TaskID, err)
+}
+
+// Complete marks the task done while the lease is still ours.
+func (l *Leases) Complete(ctx context.Context, ls contract.Lease, now time.Time) error {
+	err := l.store.Complete(ctx, ls.TaskID, ls.Holder, ls.LeaseEpoch, now.UnixMilli(), l.conditional)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrConditionFailed):
+		return fmt.Errorf("complete %s epoch %d: %w", ls.TaskID, ls.LeaseEpoch, ErrLost)
+	}
+	return fmt.Errorf("complete %s: %w", ls.TaskID, err)
+}

@@ -1,0 +1,83 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/guard"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func task() contract.Task {
+	return contract.NewTask(contract.KindCompaction, "c1", 5, "sha256:0000000000000000000000000000000000000000000000000000000000000000", 1, t0.UnixMilli())
+}
+
+// Scenario runs the lease rules against leases built on a store; it is
+// shared with the DynamoDB adapter's test in package e2e.
+func TestLeaseRules(t *testing.T) {
+	ctx := context.Background()
+	l := New(NewMemory(), guard.All())
+	tk := task()
+	a, err := l.Acquire(ctx, tk, "A", t0, time.Minute)
+	if err != nil || a.LeaseEpoch != 1 || a.Holder != "A" || a.LeaseExpiryUnixMs != t0.Add(time.Minute).UnixMilli() {
+		t.Fatalf("acquire free: %+v %v", a, err)
+	}
+	if _, err := l.Acquire(ctx, tk, "B", t0.Add(30*time.Second), time.Minute); !errors.Is(err, ErrHeld) {
+		t.Fatalf("acquire live lease of another holder: %v, want ErrHeld", err)
+	}
+	if a, err = l.Extend(ctx, a, t0.Add(50*time.Second), time.Minute); err != nil {
+		t.Fatalf("heartbeat of the holder: %v", err)
+	}
+	b, err := l.Acquire(ctx, tk, "B", t0.Add(111*time.Second), time.Minute)
+	if err != nil || b.LeaseEpoch != 2 {
+		t.Fatalf("acquire expired lease: %+v %v", b, err)
+	}
+	if _, err := l.Extend(ctx, a, t0.Add(112*time.Second), time.Minute); !errors.Is(err, ErrLost) {
+		t.Fatalf("heartbeat of the old holder: %v, want ErrLost", err)
+	}
+	if err := l.Complete(ctx, a, t0); !errors.Is(err, ErrLost) {
+		t.Fatalf("complete by the old holder: %v, want ErrLost", err)
+	}
+	if err := l.Complete(ctx, b, t0.Add(113*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(ctx, tk, "C", t0.Add(time.Hour), time.Minute); !errors.Is(err, ErrDone) {
+		t.Fatalf("acquire a done task: %v, want ErrDone", err)
+	}
+}
+
+// Without the lease condition two holders both believe they hold the task.
+func TestLeaseConditionGuardMatters(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		g       guard.Set
+		wantDup bool
+	}{{"guarded", guard.All(), false}, {"lease_condition_off", mustWithout(t, "lease_condition"), true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := New(NewMemory(), tc.g)
+			a, err := l.Acquire(ctx, task(), "A", t0, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, errB := l.Acquire(ctx, task(), "B", t0.Add(time.Second), time.Minute)
+			_, errA := l.Extend(ctx, a, t0.Add(2*time.Second), time.Minute)
+			dup := errB == nil && errA == nil
+			if dup != tc.wantDup {
+				t.Fatalf("both holders hold the lease = %v (B: %v, A heartbeat: %v), want %v", dup, errB, errA, tc.wantDup)
+			}
+		})
+	}
+}
+
+func mustWithout(t *testing.T, name string) guard.Set {
+	g, ok := guard.Without(name)
+	if !ok {
+		t.Fatal(name)
+	}
+	return g
+}

@@ -1,0 +1,160 @@
+// Command bcc is the operator's read-only view of the coordinator.
+//
+//	bcc status  -bucket B -collection C [-endpoint URL] [-ccs URL] [-table T]
+//	bcc gc-plan -bucket B -collection C [-endpoint URL] [-ccs URL] [-json]
+//
+// status prints the committed head, the lineage GC can see, the watermark
+// and (with -table) the coordinator's observed state. gc-plan prints what a
+// GC sweep would delete now, what it would defer and why, and which manifest
+// roots it would trim. Neither changes anything (rule 10): they are given
+// read-only ports only — no delete, no queue, no table write.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/app"
+	"github.com/searchfabric/bcc/shared/awsio"
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/gc"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/lineage"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bcc:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	endpoint, bucket, collection, ccs, table, wmBucket, wmKey, policy string
+	asJSON                                                            bool
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || (args[0] != "status" && args[0] != "gc-plan") {
+		return fmt.Errorf("usage: bcc status|gc-plan -bucket B -collection C [-endpoint URL] [-ccs URL] [-table T] [-json]")
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.endpoint, "endpoint", "", "AWS endpoint (local stacks); empty: the default AWS configuration")
+	fs.StringVar(&o.bucket, "bucket", "", "data bucket")
+	fs.StringVar(&o.collection, "collection", "", "collection")
+	fs.StringVar(&o.ccs, "ccs", "", "CCS endpoint (facts); without it GC refuses (fail closed)")
+	fs.StringVar(&o.table, "table", "", "coordinator table (status: observed state)")
+	fs.StringVar(&o.wmBucket, "watermark-bucket", "", "watermark bucket (default: -bucket)")
+	fs.StringVar(&o.wmKey, "watermark-key", "query-plane/global_safe_ts.json", "watermark key")
+	fs.StringVar(&o.policy, "policy", "", "policy JSON (as BCC_POLICY) overriding the defaults")
+	fs.BoolVar(&o.asJSON, "json", false, "print JSON")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if o.bucket == "" || !contract.ValidCollection(o.collection) {
+		return fmt.Errorf("-bucket and a valid -collection are required")
+	}
+	cfg := app.Config{Bucket: o.bucket, Table: o.table, CCSEndpoint: o.ccs, WatermarkBucket: o.wmBucket, WatermarkKey: o.wmKey,
+		AWSEndpoint: o.endpoint, Policy: app.DefaultPolicy()}
+	if cfg.WatermarkBucket == "" {
+		cfg.WatermarkBucket = o.bucket
+	}
+	if o.policy != "" {
+		if err := json.Unmarshal([]byte(o.policy), &cfg.Policy); err != nil {
+			return fmt.Errorf("-policy: %w", err)
+		}
+	}
+	cl, err := app.NewClients(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	ports := app.GCReadPorts(cfg, cl) // read-only by type
+	now := time.Now()
+	plan, planErr := gc.PlanSweep(ctx, ports, app.GCConfig(cfg.Policy, guard.All()), o.collection, now)
+	if cmd == "gc-plan" {
+		return printPlan(out, plan, planErr, o.asJSON)
+	}
+	return printStatus(ctx, out, cfg, cl, ports, plan, planErr, o)
+}
+
+func printPlan(out io.Writer, p gc.Plan, err error, asJSON bool) error {
+	if asJSON {
+		v := map[string]any{"plan": p}
+		if err != nil {
+			v["refused"] = err.Error()
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		_, werr := fmt.Fprintln(out, string(b))
+		return werr
+	}
+	fmt.Fprintf(out, "GC plan for %s at %s (dry run: nothing was changed)\n", p.Collection, time.UnixMilli(p.NowUnixMs).UTC().Format(time.RFC3339))
+	if err != nil {
+		fmt.Fprintf(out, "  REFUSED: %v\n  nothing would be deleted\n", err)
+		return nil
+	}
+	fmt.Fprintf(out, "  head v%d (%s), %d roots walked (oldest v%d, complete=%v), retained %v\n", p.HeadVersion, p.HeadChecksum, p.Roots, p.OldestVersion, p.LineageComplete, p.Retained)
+	fmt.Fprintf(out, "  global_safe_ts %d, tombstoned=%v, lifecycle retention_ms=%d\n", p.GlobalSafeTsUnixMs, p.Tombstoned, p.LifecycleRetentionMs)
+	if p.Blocked != "" {
+		fmt.Fprintf(out, "  BLOCKED: %s\n", p.Blocked)
+	}
+	fmt.Fprintf(out, "  would delete %d objects:\n", len(p.Delete))
+	for _, c := range p.Delete {
+		fmt.Fprintf(out, "    %s (evicted v%d at %d, max_ts %d)\n", c.Entry.Key, c.EvictVersion, c.EvictTsUnixMs, c.Entry.MaxTsUnixMs)
+	}
+	fmt.Fprintf(out, "  deferred %d: %v\n", len(p.Deferred), p.DeferredByReason)
+	for _, d := range p.Deferred {
+		fmt.Fprintf(out, "    %s: %s (due %d)\n", d.Key, d.Reason, d.DueUnixMs)
+	}
+	fmt.Fprintf(out, "  would trim %d roots (oldest first, each only after its objects are confirmed gone):\n", len(p.Trim))
+	for _, s := range p.Trim {
+		fmt.Fprintf(out, "    v%d %s (+%d parts, needs %d objects gone)\n", s.Version, s.RootKey, len(s.Parts), len(s.NeedsGone))
+	}
+	fmt.Fprintf(out, "  never-committed outputs: %d to reclaim, %d too young\n", len(p.Orphans), p.OrphansYoung)
+	for _, o := range p.Orphans {
+		fmt.Fprintf(out, "    %s\n", o.Key)
+	}
+	if len(p.Remaining) > 0 {
+		fmt.Fprintf(out, "  remaining publisher-owned dependencies: %v\n", p.Remaining)
+	}
+	return nil
+}
+
+func printStatus(ctx context.Context, out io.Writer, cfg app.Config, cl app.Clients, ports gc.ReadPorts, p gc.Plan, planErr error, o options) error {
+	lin := lineage.New(ports.Objects, 64)
+	head, err := lin.Head(ctx, o.collection)
+	status := map[string]any{"collection": o.collection}
+	if err != nil {
+		status["head_error"] = err.Error()
+	} else {
+		status["head"] = head
+	}
+	if wm, err := ports.Watermark.Watermark(ctx); err != nil {
+		status["watermark_error"] = err.Error()
+	} else {
+		status["watermark"] = wm
+	}
+	if planErr != nil {
+		status["gc_refused"] = planErr.Error()
+	} else {
+		status["gc"] = map[string]any{"roots": p.Roots, "oldest_version": p.OldestVersion, "retained": p.Retained, "deletable_now": len(p.Delete),
+			"deferred_by_reason": p.DeferredByReason, "trimmable_roots": len(p.Trim), "orphans": len(p.Orphans), "blocked": p.Blocked, "tombstoned": p.Tombstoned}
+	}
+	if o.table != "" {
+		st, err := awsio.NewObservedTable(cl.Dynamo, cfg.Table).Get(ctx, o.collection)
+		if err != nil {
+			status["observed_error"] = err.Error()
+		} else {
+			status["observed"] = st
+		}
+	}
+	b, _ := json.MarshalIndent(status, "", "  ")
+	_, err = fmt.Fprintln(out, string(b))
+	return err
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/localenv"
+	"github.com/searchfabric/bcc/shared/standin/publisher"
+)
+
+// TestPlanAndStatusChangeNothing runs both subcommands against the embedded
+// stack and checks that every AWS call they made was a read (rule 10).
+func TestPlanAndStatusChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	env, err := localenv.Start(ctx, localenv.Options{NoDelivery: true, Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Workload.Append(ctx, "c1", env.Workload.Random()); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := env.Publisher.Read(ctx, "c1")
+	removed := snap.Root.Change.Added
+	if _, err := env.Publisher.Commit(ctx, "c1", func(context.Context, publisher.Snapshot) (publisher.Change, error) {
+		return publisher.Change{Removed: removed, Origin: contract.Origin{Kind: contract.OriginCutover, RequestID: "r"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Watermark.Publish(ctx, time.Now(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Settle(ctx, 5*time.Second); err != nil { // the observer has handled every head event
+		t.Fatal(err)
+	}
+	before := env.Stack.Counter().Snapshot()
+	common := []string{"-endpoint", env.Stack.URL(), "-bucket", env.Config.Bucket, "-collection", "c1", "-ccs", env.Config.CCSEndpoint,
+		"-watermark-key", env.Config.WatermarkKey}
+	var out bytes.Buffer
+	if err := run(ctx, append([]string{"gc-plan"}, common...), &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, append([]string{"status", "-table", env.Config.Table}, common...), &out); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	if !strings.Contains(out.String(), "would delete 1 objects") || !strings.Contains(out.String(), removed[0].Key) {
+		t.Fatalf("plan does not show the debt:\n%s", out.String())
+	}
+	calls := env.Stack.Counter().Since(before)
+	for op := range calls {
+		switch op {
+		case "s3:GetObject", "s3:ListObjects", "s3:HeadObject", "dynamodb:GetItem":
+		default:
+			t.Fatalf("a read-only command made %s (%v)", op, calls)
+		}
+	}
+	if _, err := env.Bucket.Size(ctx, removed[0].Key); err != nil {
+		t.Fatalf("planned object was touched: %v", err)
+	}
+}

@@ -1,0 +1,113 @@
+package gc
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Sleeper waits for d or until ctx ends.
+type Sleeper func(ctx context.Context, d time.Duration) error
+
+// SleepContext is the real Sleeper.
+func SleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Pacer is a token bucket per collection plus one global bucket (the budget
+// of every collection one worker deletes for). A delete call of n keys takes
+// n tokens from both. Clock and sleeper are injected so tests never sleep.
+// A rate <= 0 means unlimited.
+type Pacer struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	sleep   Sleeper
+	perRate float64
+	global  bucket
+	per     map[string]*bucket
+	burst   float64
+	Waited  time.Duration // total time spent waiting (for reports)
+}
+
+type bucket struct {
+	rate   float64
+	tokens float64
+	last   time.Time
+}
+
+// NewPacer paces deletes at perCollection keys/s per collection and global
+// keys/s overall, with bursts of up to burst keys (at least one batch).
+func NewPacer(perCollection, global float64, burst int, now func() time.Time, sleep Sleeper) *Pacer {
+	if now == nil {
+		now = time.Now
+	}
+	if sleep == nil {
+		sleep = SleepContext
+	}
+	b := float64(max(burst, 1))
+	return &Pacer{now: now, sleep: sleep, perRate: perCollection, burst: b, per: map[string]*bucket{},
+		global: bucket{rate: global, tokens: b, last: now()}}
+}
+
+func (b *bucket) refill(now time.Time, burst float64) {
+	if b.rate <= 0 {
+		return
+	}
+	if el := now.Sub(b.last).Seconds(); el > 0 {
+		b.tokens = min(burst, b.tokens+el*b.rate)
+	}
+	b.last = now
+}
+
+// need returns how long until n tokens are available (0: now).
+func (b *bucket) need(n float64) time.Duration {
+	if b.rate <= 0 || b.tokens >= n {
+		return 0
+	}
+	return time.Duration((n - b.tokens) / b.rate * float64(time.Second))
+}
+
+// Wait blocks until n keys of collection may be deleted and takes them.
+func (p *Pacer) Wait(ctx context.Context, collection string, n int) error {
+	if p == nil {
+		return nil
+	}
+	want := min(float64(n), p.burst)
+	for {
+		p.mu.Lock()
+		now := p.now()
+		cb, ok := p.per[collection]
+		if !ok {
+			cb = &bucket{rate: p.perRate, tokens: p.burst, last: now}
+			p.per[collection] = cb
+		}
+		cb.refill(now, p.burst)
+		p.global.refill(now, p.burst)
+		wait := max(cb.need(want), p.global.need(want))
+		if wait <= 0 {
+			if cb.rate > 0 {
+				cb.tokens -= want
+			}
+			if p.global.rate > 0 {
+				p.global.tokens -= want
+			}
+			p.mu.Unlock()
+			return nil
+		}
+		p.Waited += wait
+		p.mu.Unlock()
+		if err := p.sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}

@@ -43,7 +43,11 @@ type Task struct {
 	BaseManifestVersion  uint64   `json:"base_manifest_version"`
 	BaseManifestChecksum string   `json:"base_manifest_checksum"`
 	CCSFactsVersion      uint64   `json:"ccs_facts_version"`
-	EnqueuedAtUnixMs     int64    `json:"enqueued_at_unix_ms"`
+	// SweepUnixMs distinguishes repeated sweeps of an unchanged head (GC
+	// re-checks deferred debt on every reconciliation); zero for tasks
+	// whose identity is the head alone.
+	SweepUnixMs      int64 `json:"sweep_unix_ms,omitempty"`
+	EnqueuedAtUnixMs int64 `json:"enqueued_at_unix_ms"`
 }
 
 func (t *Task) validate() error {
@@ -59,7 +63,7 @@ func (t *Task) validate() error {
 		return invalid("base_manifest_version must be >= 1")
 	case !validChecksum(t.BaseManifestChecksum):
 		return invalid("base_manifest_checksum %q is not sha256:<64 hex>", t.BaseManifestChecksum)
-	case t.TaskID != TaskID(t.Kind, t.Collection, t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion):
+	case t.TaskID != sweepTaskID(t.Kind, t.Collection, t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion, t.SweepUnixMs):
 		return invalid("task_id %q is not the identity of its fields", t.TaskID)
 	}
 	return nil
@@ -75,8 +79,26 @@ func DecodeTask(where string, b []byte) (Task, error) {
 // TaskID is the deterministic identity of a task: equal inputs, equal id.
 // It is safe as an S3 key segment and as an SQS deduplication id (<=128 chars).
 func TaskID(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s|%d", kind, collection, version, checksum, factsVersion)))
+	return sweepTaskID(kind, collection, version, checksum, factsVersion, 0)
+}
+
+func sweepTaskID(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64, sweep int64) string {
+	id := fmt.Sprintf("%s|%s|%d|%s|%d", kind, collection, version, checksum, factsVersion)
+	if sweep != 0 {
+		id += fmt.Sprintf("|sweep=%d", sweep)
+	}
+	h := sha256.Sum256([]byte(id))
 	return fmt.Sprintf("%s-%s-v%d-%s", strings.ReplaceAll(string(kind), "_", ""), collection, version, hex.EncodeToString(h[:8]))
+}
+
+// NewSweepTask builds a task that repeats for an unchanged head: its
+// identity includes the sweep time, truncated to a minute so that
+// reconciliations racing within one minute still collapse.
+func NewSweepTask(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64, nowMs int64) Task {
+	t := NewTask(kind, collection, version, checksum, factsVersion, nowMs)
+	t.SweepUnixMs = nowMs - nowMs%60000
+	t.TaskID = sweepTaskID(kind, collection, version, checksum, factsVersion, t.SweepUnixMs)
+	return t
 }
 
 // NewTask builds a task with its identity filled in.

@@ -20,7 +20,9 @@ type CollectionSummary struct {
 	Stale         int            `json:"stale_events_absorbed"`
 	Tasks         map[string]int `json:"tasks_enqueued"`
 	FinalVersion  uint64         `json:"final_version"`
-	ObjectsBefore int64          `json:"objects_before_compaction,omitempty"`
+	Appends       int            `json:"appends_observed"`
+	Cutovers      int            `json:"cutovers_observed"`
+	ObjectsAdded  int            `json:"objects_appended"`
 	ObjectsAfter  int64          `json:"objects_final"`
 	KeysVerified  int            `json:"keys_verified"`
 }
@@ -77,6 +79,13 @@ func (r *recorder) record(inv localaws.Invocation) {
 		switch res.Outcome {
 		case "advanced":
 			cs.HeadsObserved++
+			switch res.Origin {
+			case "append":
+				cs.Appends++
+				cs.ObjectsAdded++ // the workload writes one segment per append
+			case "cutover":
+				cs.Cutovers++
+			}
 		case "duplicate":
 			cs.Duplicates++
 		case "stale":

@@ -42,7 +42,8 @@ type ObservedHead struct {
 	Outcome    string   `json:"outcome"`
 	Collection string   `json:"collection,omitempty"`
 	Version    uint64   `json:"version,omitempty"`
-	Tasks      []string `json:"tasks,omitempty"` // task kinds enqueued
+	Origin     string   `json:"origin,omitempty"` // create, append or cutover
+	Tasks      []string `json:"tasks,omitempty"`  // task kinds enqueued
 }
 
 // ErrUnrecognisedEvent: the payload is neither an S3 event nor a schedule.
@@ -90,7 +91,7 @@ func (h *Observer) handleS3(ctx context.Context, ev events.S3Event) (ObserverRes
 			resp.Results = append(resp.Results, ObservedHead{Key: key, Outcome: "error", Collection: res.Collection})
 			continue
 		}
-		oh := ObservedHead{Key: key, Outcome: string(res.Outcome), Collection: res.Collection, Version: res.Version}
+		oh := ObservedHead{Key: key, Outcome: string(res.Outcome), Collection: res.Collection, Version: res.Version, Origin: res.Origin}
 		for _, t := range res.Tasks {
 			oh.Tasks = append(oh.Tasks, string(t.Kind))
 		}

@@ -98,6 +98,7 @@ type Result struct {
 	Collection string
 	Version    uint64
 	Previous   uint64
+	Origin     string // why the observed version exists: create, append or cutover
 	Tasks      []contract.Task
 	Debt       Debt
 }
@@ -153,7 +154,7 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 		Debt: o.debt(root, facts),
 	}
 	prev, err := o.state.Advance(ctx, st)
-	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt}
+	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind}
 	switch {
 	case errors.Is(err, store.ErrConditionFailed):
 		return o.absorbed(res, prev, head)

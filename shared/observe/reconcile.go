@@ -68,7 +68,7 @@ func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contr
 		cur.Debt.GCObjects > 0 && cur.Debt.GCDueAtUnixMs <= nowMs ||
 		nowMs-cur.Debt.GCSweptAtUnixMs >= o.cfg.GCSweepInterval.Milliseconds()
 	if gcDue && !cur.Debt.TombstoneActive {
-		tasks = append(tasks, contract.NewTask(contract.KindGC, collection, cur.Version, cur.Checksum, cur.FactsVersion, nowMs))
+		tasks = append(tasks, contract.NewSweepTask(contract.KindGC, collection, cur.Version, cur.Checksum, cur.FactsVersion, nowMs))
 	}
 	if len(tasks) > 0 {
 		if err := o.queue.Enqueue(ctx, tasks); err != nil {

@@ -63,6 +63,20 @@ func (c *Coordinator) addPolicies(cfg Config) {
 			Sid: jsii.String(sid), Actions: jsii.Strings(actions...), Resources: &res,
 		})
 	}
+	// listBucket grants s3:ListBucket on the data bucket, with no prefix
+	// condition, for a written reason: S3 answers a GET of a missing key with
+	// 404 only to principals that may list the bucket (403 otherwise), and
+	// the lineage walk must tell "this parent was trimmed by GC" (404: stop)
+	// from "access denied" (fail closed); a delete answered 404 counts as
+	// done. A prefix condition would not help: a GET carries no s3:prefix.
+	// Listing reveals key names only, never contents. GC also lists
+	// collections/<c>/data/ to propose never-committed outputs (never to
+	// decide what is live).
+	listBucket := func(sid string) awsiam.PolicyStatement {
+		return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String(sid), Actions: jsii.Strings("s3:ListBucket"), Resources: jsii.Strings(*c.Bucket.BucketArn()),
+		})
+	}
 	table := []*string{c.Table.TableArn()}
 	queueArn := func(class string) *string { return c.Queues[class].QueueArn() }
 	add := func(fn string, s ...awsiam.PolicyStatement) {
@@ -86,6 +100,7 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	add(resources.FnCompaction,
 		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),
 		stmt("WriteRewriteOutputs", []string{"s3:PutObject"}, objects(g.Rewrites...)),
+		listBucket("ListForNotFound"),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),
 	)
@@ -101,14 +116,7 @@ func (c *Coordinator) addPolicies(cfg Config) {
 		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),
 		stmt("ReadWatermark", []string{"s3:GetObject"}, []*string{wmBucket.ArnForObjects(jsii.String(wmKey))}),
 		stmt("DeleteDataAndManifests", []string{"s3:DeleteObject"}, objects(g.Data, g.Manifests)),
-		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("ListOrphanCandidates"),
-			Actions:   jsii.Strings("s3:ListBucket"),
-			Resources: jsii.Strings(*c.Bucket.BucketArn()),
-			Conditions: &map[string]interface{}{
-				"StringLike": map[string]interface{}{"s3:prefix": g.Rewrites},
-			},
-		}),
+		listBucket("ListForNotFoundAndOrphanCandidates"),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),
 	)
@@ -118,6 +126,7 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	// deletes nothing: only a guard-disabled test path of shared/handoff would.
 	add(resources.FnHandoff,
 		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
+		listBucket("ListForNotFound"),
 		stmt("CoordinatorState", tableItemOps, table),
 	)
 }

@@ -109,8 +109,8 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	// manifests, object metadata, the query plane's watermark); deletes only
 	// data and manifest keys (S3 ARNs cannot exclude a suffix, and by the key
 	// layout neither pattern matches collections/<c>/manifest_committed_head.json);
-	// lists only under the rewrite levels' prefixes, to propose never-committed
-	// outputs of crashed tasks as candidates (never as the truth of what to delete).
+	// lists the bucket (see listBucket) and proposes never-committed outputs
+	// of crashed tasks from collections/<c>/data/ (never the truth of what to delete).
 	wmBucket, wmKey := c.watermark(cfg)
 	add(resources.FnGC,
 		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),

@@ -4,9 +4,7 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
-	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -14,17 +12,10 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	cfg, err := app.FromEnv(os.Getenv)
+	cfg, clients, rt, err := app.Boot(context.Background())
 	if err != nil {
-		log.Error("configuration", "err", err)
+		rt.Log.Error("function not started", "err", err)
 		os.Exit(1)
 	}
-	clients, err := app.NewClients(context.Background(), cfg)
-	if err != nil {
-		log.Error("aws clients", "err", err)
-		os.Exit(1)
-	}
-	h := app.ObserverHandler(cfg, clients, app.Runtime{Now: time.Now, Out: os.Stdout, Log: log})
-	lambda.Start(h.Handle)
+	lambda.Start(app.ObserverHandler(cfg, clients, rt).Handle)
 }

@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/searchfabric/bcc/shared/memprobe"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -185,43 +185,13 @@ func BenchmarkExecutorMergeHeap(b *testing.B) {
 				size += int64(len(body))
 			}
 			b.SetBytes(size)
-			stop := heapPeak()
+			probe := memprobe.Start()
 			b.ResetTimer()
 			for b.Loop() {
 				benchMerge(b, objs, inputs)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(stop())/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(probe.Stop().PeakHeapAlloc)/(1<<20), "peak-heap-MiB")
 		})
-	}
-}
-
-func heapPeak() (stop func() uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base, peak := ms.HeapAlloc, ms.HeapAlloc
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				runtime.ReadMemStats(&ms)
-				peak = max(peak, ms.HeapAlloc)
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		return peak - base
 	}
 }

@@ -30,10 +30,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/searchfabric/bcc/shared/memprobe"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/lineage"
@@ -171,46 +172,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// heapPeak samples every millisecond until stop. It returns the HeapInuse
-// peak above the heap after a forced GC at start (what a memory limit must
-// allow, GC headroom included) and the peak of the live heap that GC cycles
-// marked during the run above the live heap at start (what the reader
-// actually holds; this one does not depend on sampling luck).
-func heapPeak() (stop func() (inuse, live uint64)) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(sample)
-	base, peak := ms.HeapInuse, ms.HeapInuse
-	liveBase, livePeak := sample[0].Value.Uint64(), sample[0].Value.Uint64()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				runtime.ReadMemStats(&ms)
-				metrics.Read(sample)
-				peak = max(peak, ms.HeapInuse)
-				livePeak = max(livePeak, sample[0].Value.Uint64())
-			}
-		}
-	})
-	return func() (uint64, uint64) {
-		close(done)
-		wg.Wait()
-		runtime.ReadMemStats(&ms)
-		return max(peak, ms.HeapInuse) - base, livePeak - liveBase
-	}
-}
-
 // sink consumes objects so decoding cannot be skipped.
 type sink struct {
 	objects int64
@@ -233,7 +194,7 @@ func runStream(b *testing.B, full bool, one func(f *streamFixture, s *sink) erro
 			if full {
 				b.SetBytes(f.fullBytes)
 			}
-			stop := heapPeak()
+			probe := memprobe.Start()
 			b.ResetTimer()
 			for range b.N {
 				var s sink
@@ -245,7 +206,8 @@ func runStream(b *testing.B, full bool, one func(f *streamFixture, s *sink) erro
 				}
 			}
 			b.StopTimer()
-			peak, live := stop()
+			res := probe.Stop()
+			peak, live := res.PeakHeapInuse, res.PeakLive
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 			b.ReportMetric(float64(live)/(1<<20), "peak-live-MB")

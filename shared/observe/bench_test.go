@@ -34,9 +34,10 @@ import (
 	"net/url"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/searchfabric/bcc/shared/memprobe"
 
 	"github.com/searchfabric/bcc/shared/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
@@ -318,55 +319,19 @@ type probe struct {
 	calls, maxCl int
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // measure runs fn once with the benchmark timer running: CPU from
 // getrusage, bytes allocated, and the HeapInuse peak (sampled every
 // millisecond and at the end) above the heap left by a forced GC.
 func (p *probe) measure(b *testing.B, fn func()) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base, alloc0 := ms.HeapInuse, ms.TotalAlloc
-	peak := base
-	var mu sync.Mutex
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				runtime.ReadMemStats(&ms)
-				mu.Lock()
-				peak = max(peak, ms.HeapInuse)
-				mu.Unlock()
-			}
-		}
-	})
+	mp := memprobe.Start()
 	b.StartTimer()
-	cpu0 := cpuTime()
 	fn()
-	cpu1 := cpuTime()
 	b.StopTimer()
-	close(done)
-	wg.Wait()
-	runtime.ReadMemStats(&ms)
-	peak = max(peak, ms.HeapInuse)
+	res := mp.Stop()
 	p.ops++
-	p.cpu += cpu1 - cpu0
-	p.alloc += ms.TotalAlloc - alloc0
-	p.peak = max(p.peak, peak-base)
+	p.cpu += res.CPU
+	p.alloc += res.Allocated
+	p.peak = max(p.peak, res.PeakHeapInuse)
 }
 
 func (p *probe) report(b *testing.B) {

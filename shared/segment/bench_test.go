@@ -6,10 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/searchfabric/bcc/shared/memprobe"
 )
 
 // benchSizes are total input sizes (four inputs each): the merge's peak heap
@@ -86,38 +86,6 @@ func mergeFiles(b *testing.B, files []*os.File) MergeStats {
 	return stats
 }
 
-// heapPeak samples HeapAlloc until stop is called and returns the peak above
-// the heap at start.
-func heapPeak() (stop func() uint64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base, peak := ms.HeapAlloc, ms.HeapAlloc
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				runtime.ReadMemStats(&ms)
-				peak = max(peak, ms.HeapAlloc)
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		return peak - base
-	}
-}
-
 // BenchmarkMerge reports merge throughput over the input bytes, the ratio of
 // its time to a raw copy of the same bytes through the same ReaderAt measured
 // in the same run, and the peak heap above the starting heap.
@@ -129,14 +97,14 @@ func BenchmarkMerge(b *testing.B) {
 			rawCopy(b, files)
 			raw := time.Since(rawStart)
 			b.SetBytes(size)
-			stop := heapPeak()
+			probe := memprobe.Start()
 			b.ResetTimer()
 			var stats MergeStats
 			for b.Loop() {
 				stats = mergeFiles(b, files)
 			}
 			b.StopTimer()
-			peak := stop()
+			peak := probe.Stop().PeakHeapAlloc
 			perOp := b.Elapsed() / time.Duration(b.N)
 			b.ReportMetric(float64(perOp)/float64(raw), "x-rawcopy")
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
@@ -152,13 +120,13 @@ func BenchmarkRawCopy(b *testing.B) {
 		b.Run(fmt.Sprintf("in=%dMiB", total>>20), func(b *testing.B) {
 			files, size := benchFiles(b, total)
 			b.SetBytes(size)
-			stop := heapPeak()
+			probe := memprobe.Start()
 			b.ResetTimer()
 			for b.Loop() {
 				rawCopy(b, files)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(stop())/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(probe.Stop().PeakHeapAlloc)/(1<<20), "peak-heap-MiB")
 		})
 	}
 }

@@ -23,9 +23,10 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/searchfabric/bcc/shared/memprobe"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/store"
@@ -327,14 +328,6 @@ func (f *commitFixture) fullCommit(ctx context.Context) error {
 	return nil
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // measureOps runs op b.N times (timer running only around op) and reports
 // CPU, allocation, peak heap and writes per op.
 func measureOps(b *testing.B, f *commitFixture, op func() error) {
@@ -344,40 +337,17 @@ func measureOps(b *testing.B, f *commitFixture, op func() error) {
 	b.StopTimer()
 	b.ResetTimer()
 	for range b.N {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		base, alloc0 := ms.HeapInuse, ms.TotalAlloc
-		var peak uint64
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			t := time.NewTicker(time.Millisecond)
-			defer t.Stop()
-			var ms runtime.MemStats
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					runtime.ReadMemStats(&ms)
-					peak = max(peak, ms.HeapInuse)
-				}
-			}
-		})
+		mp := memprobe.Start()
 		b.StartTimer()
-		c0 := cpuTime()
 		err := op()
-		cpu += cpuTime() - c0
 		b.StopTimer()
-		close(done)
-		wg.Wait()
+		res := mp.Stop()
 		if err != nil {
 			b.Fatal(err)
 		}
-		runtime.ReadMemStats(&ms)
-		alloc += ms.TotalAlloc - alloc0
-		peakAll = max(peakAll, max(peak, ms.HeapInuse)-base)
+		cpu += res.CPU
+		alloc += res.Allocated
+		peakAll = max(peakAll, res.PeakHeapInuse)
 	}
 	puts, size := f.objs.writes()
 	n := float64(b.N)

@@ -23,6 +23,8 @@ type S3API interface {
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, opts ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 }
 
+var _ MultipartAPI = (*s3.Client)(nil)
+
 // Bucket is one S3 bucket.
 type Bucket struct {
 	api  S3API

@@ -25,6 +25,13 @@ type Objects interface {
 	Put(ctx context.Context, key string, body []byte) (string, error)
 }
 
+// Streamer is implemented by object stores that stream an object of any
+// size in bounded memory (S3 multipart). Without it each output is buffered
+// whole before its Put.
+type Streamer interface {
+	Create(ctx context.Context, key string) (store.Upload, error)
+}
+
 // Leases is the task lease use case (package lease).
 type Leases interface {
 	Acquire(ctx context.Context, task contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error)
@@ -260,23 +267,16 @@ func (e *Executor) merge(ctx context.Context, task contract.Task, ls contract.Le
 	mctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var added []contract.ObjectEntry
-	// One output buffer, reused: an output is closed once it reaches the
-	// target size, so it holds at most target + one block + its index.
 	target := e.cfg.Policy.normalized().TargetObjectBytes
-	var buf *bytes.Buffer
 	var lost error
+	w := e.outputWriter(ctx, task, job, target)
+	defer w.abort()
 	out := segment.OutputFuncs{
-		New: func(n int) (io.Writer, error) {
-			if buf == nil {
-				buf = bytes.NewBuffer(make([]byte, 0, min(target, job.Bytes())+outputSlack))
-			}
-			buf.Reset()
-			return buf, nil
-		},
+		New: w.open,
 		Finish: func(n int, f segment.Footer) error {
-			key := contract.RewriteOutputKey(task.Collection, job.OutputLevel, task.TaskID, n)
-			if _, err := e.objects.Put(ctx, key, buf.Bytes()); err != nil {
-				return fmt.Errorf("write output %s: %w", key, err)
+			key, err := w.close(n)
+			if err != nil {
+				return err
 			}
 			added = append(added, f.Entry(key, f.Size, f.Checksum, job.Tier, job.OutputLevel))
 			nl, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration)
@@ -304,6 +304,67 @@ func (e *Executor) merge(ctx context.Context, task contract.Task, ls contract.Le
 // outputSlack is room past the target for the block that crosses it and
 // the output's index and footer.
 const outputSlack = 1 << 20
+
+// outputWriter writes merge outputs under the task's keys: streamed (memory
+// bounded by the store's part size, never by the object) when the store can,
+// else through one reused buffer of at most target + one block + index.
+type outputWriter struct {
+	ctx     context.Context
+	objects Objects
+	stream  Streamer
+	keyOf   func(n int) string
+	size    int
+	buf     *bytes.Buffer
+	up      store.Upload
+}
+
+func (e *Executor) outputWriter(ctx context.Context, task contract.Task, job Job, target int64) *outputWriter {
+	w := &outputWriter{ctx: ctx, objects: e.objects, size: int(min(target, job.Bytes()) + outputSlack),
+		keyOf: func(n int) string { return contract.RewriteOutputKey(task.Collection, job.OutputLevel, task.TaskID, n) }}
+	w.stream, _ = e.objects.(Streamer)
+	return w
+}
+
+func (w *outputWriter) open(n int) (io.Writer, error) {
+	if w.stream != nil {
+		up, err := w.stream.Create(w.ctx, w.keyOf(n))
+		if err != nil {
+			return nil, fmt.Errorf("write output %s: %w", w.keyOf(n), err)
+		}
+		w.up = up
+		return up, nil
+	}
+	if w.buf == nil {
+		w.buf = bytes.NewBuffer(make([]byte, 0, w.size))
+	}
+	w.buf.Reset()
+	return w.buf, nil
+}
+
+// close makes output n visible and returns its key.
+func (w *outputWriter) close(n int) (string, error) {
+	key := w.keyOf(n)
+	if w.up != nil {
+		up := w.up
+		w.up = nil
+		if err := up.Close(); err != nil {
+			return key, fmt.Errorf("write output %s: %w", key, err)
+		}
+		return key, nil
+	}
+	if _, err := w.objects.Put(w.ctx, key, w.buf.Bytes()); err != nil {
+		return key, fmt.Errorf("write output %s: %w", key, err)
+	}
+	return key, nil
+}
+
+// abort discards an output that was opened but not finished.
+func (w *outputWriter) abort() {
+	if w.up != nil {
+		_ = w.up.Abort()
+		w.up = nil
+	}
+}
 
 // matches checks an input's verified footer against its manifest entry.
 func matches(f segment.Footer, o contract.ObjectEntry) error {

@@ -310,7 +310,8 @@ func cxSetup(t *testing.T, env *localenv.Env, c string, n int) {
 	cxSettle(t, env)
 }
 
-// hookObjects runs a hook before the first PUT of a rewrite output.
+// hookObjects runs a hook before the first write of a rewrite output
+// (a PUT, or the start of a streaming upload).
 type hookObjects struct {
 	*awsio.Bucket
 	once sync.Once
@@ -322,6 +323,13 @@ func (h *hookObjects) Put(ctx context.Context, key string, body []byte) (string,
 		h.once.Do(h.hook)
 	}
 	return h.Bucket.Put(ctx, key, body)
+}
+
+func (h *hookObjects) Create(ctx context.Context, key string) (store.Upload, error) {
+	if strings.Contains(key, "/data/l") && !strings.Contains(key, "/data/l0/") {
+		h.once.Do(h.hook)
+	}
+	return h.Bucket.Create(ctx, key)
 }
 
 func withHook(hook func()) func(*awsio.Bucket) compact.Objects {

@@ -203,3 +203,39 @@ func TestRequestsAreCountedPerOperation(t *testing.T) {
 		t.Fatalf("counts %v", got)
 	}
 }
+
+// A streaming upload holds one part in memory: large objects go as a
+// multipart upload that becomes visible only on Close; Abort leaves nothing.
+func TestStreamingUploadIsMultipartAndAtomic(t *testing.T) {
+	_, c, p := startStack(t, false)
+	ctx := context.Background()
+	b := awsio.NewBucket(c.S3, p.Def.Bucket.Name)
+	body := bytes.Repeat([]byte("0123456789abcdef"), (2*awsio.PartSize+12345)/16)
+	up, err := b.Create(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(body); off += 100_000 {
+		if _, err := up.Write(body[off:min(off+100_000, len(body))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Size(ctx, "big"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("object visible before Close: %v", err)
+	}
+	if err := up.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Get(ctx, "big")
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("read back %d bytes (err %v), want %d identical", len(got), err, len(body))
+	}
+	up, _ = b.Create(ctx, "aborted")
+	_, _ = up.Write(body)
+	if err := up.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Size(ctx, "aborted"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("aborted upload left an object: %v", err)
+	}
+}

@@ -99,8 +99,12 @@ type Result struct {
 	Version    uint64
 	Previous   uint64
 	Origin     string // why the observed version exists: create, append or cutover
-	Tasks      []contract.Task
-	Debt       Debt
+	// FactsVersion is the CCS facts version read by this observation (the
+	// facts behind Debt.TombstoneActive, fresher than the recorded state's
+	// when the head did not move).
+	FactsVersion uint64
+	Tasks        []contract.Task
+	Debt         Debt
 }
 
 // Observer is the use case.
@@ -154,7 +158,7 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 		Debt: o.debt(root, facts),
 	}
 	prev, err := o.state.Advance(ctx, st)
-	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind}
+	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
 	switch {
 	case errors.Is(err, store.ErrConditionFailed):
 		return o.absorbed(res, prev, head)

@@ -19,3 +19,12 @@ var (
 	ErrAmbiguous          = errors.New("outcome unknown")     // timeout or error after the request may have been applied
 	ErrThrottled          = errors.New("throttled")
 )
+
+// Upload streams one object: nothing is visible until Close succeeds, and
+// Abort leaves nothing behind. Memory held is bounded by the adapter's part
+// size, not by the object's size.
+type Upload interface {
+	Write(p []byte) (int, error)
+	Close() error
+	Abort() error
+}

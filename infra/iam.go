@@ -99,7 +99,9 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	// hands the result to the handoff queue.
 	add(resources.FnCompaction,
 		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),
-		stmt("WriteRewriteOutputs", []string{"s3:PutObject"}, objects(g.Rewrites...)),
+		// PutObject also covers the multipart calls of a streamed output;
+		// aborting a failed stream is its own action.
+		stmt("WriteRewriteOutputs", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, objects(g.Rewrites...)),
 		listBucket("ListForNotFound"),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),

@@ -128,7 +128,7 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueCompaction), queue(resources.QueueGC))
 			case resources.FnCompaction:
 				allow([]string{"s3:GetObject"}, heads, manifests, data)
-				allow([]string{"s3:PutObject"}, rewrites...)
+				allow([]string{"s3:PutObject", "s3:AbortMultipartUpload"}, rewrites...)
 				allow([]string{"s3:ListBucket"}, B)
 				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))

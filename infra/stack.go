@@ -244,6 +244,13 @@ func (c *Coordinator) addBucket(cfg Config) {
 		ServerAccessLogsBucket: c.LogBucket,
 		ServerAccessLogsPrefix: jsii.String(c.Definition.Bucket.Name + "/"),
 		RemovalPolicy:          awscdk.RemovalPolicy_RETAIN, // user data: never deleted with the stack
+		// Compaction streams large outputs as multipart uploads; a worker
+		// that dies mid-upload leaves parts that are no object (nothing can
+		// reference them) and cost storage until aborted.
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                                  jsii.String("abort-incomplete-multipart-uploads"),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		}},
 	})
 }
 

@@ -269,6 +269,8 @@ func TestDataBucketEncryptedTLSOnlyPrivateLogged(t *testing.T) {
 				"PublicAccessBlockConfiguration": m("BlockPublicAcls", true, "BlockPublicPolicy", true, "IgnorePublicAcls", true, "RestrictPublicBuckets", true),
 				"LoggingConfiguration":           m("DestinationBucketName", refM(logs), "LogFilePrefix", d.Bucket.Name+"/"),
 				"OwnershipControls":              m("Rules", []any{m("ObjectOwnership", "BucketOwnerEnforced")}),
+				"LifecycleConfiguration": m("Rules", []any{m("Id", "abort-incomplete-multipart-uploads",
+					"AbortIncompleteMultipartUpload", m("DaysAfterInitiation", 1), "Status", "Enabled")}),
 			}),
 		))
 	})

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/awsio"
+	"github.com/searchfabric/bcc/shared/compact"
+	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/handler"
 	"github.com/searchfabric/bcc/shared/metrics"
 	"github.com/searchfabric/bcc/shared/observe"
@@ -39,6 +41,9 @@ func ObserverHandler(c Config, cl Clients, rt Runtime) *handler.Observer {
 	if ccs != nil {
 		facts, catalog = ccs, ccs
 	}
-	uc := observe.New(bucket, state, queues, facts, rt.Now, c.Policy.Observe, m, rt.Log)
+	ocfg := c.Policy.Observe
+	pol := c.compactionPolicy()
+	ocfg.CompactionDue = func(s contract.Summary) bool { return compact.Debt(s, pol).Due() }
+	uc := observe.New(bucket, state, queues, facts, rt.Now, ocfg, m, rt.Log)
 	return handler.NewObserver(uc, catalog, m, rt.Out, rt.Now, rt.Log)
 }

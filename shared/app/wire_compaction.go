@@ -51,7 +51,7 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 		facts = ccs
 	}
 	cfg := compact.ExecConfig{
-		Policy:        compact.Policy{MergeFactor: c.Policy.MergeFactor, TargetObjectBytes: c.Policy.TargetObjectSize},
+		Policy:        c.compactionPolicy(),
 		LeaseDuration: c.Policy.LeaseDuration, Guards: g,
 	}
 	var objects compact.Objects = bucket
@@ -77,4 +77,10 @@ func (q HandoffQueue) Report(ctx context.Context, c contract.Completion) error {
 		dedup = contract.CutoverRequestID(c.TaskID, *c.Coverage)
 	}
 	return q.Queues.Send(ctx, resources.QueueHandoff, []awsio.Message{{Group: c.Collection, DedupID: dedup, Body: body}})
+}
+
+// compactionPolicy is the one compaction policy: the executor plans with it
+// and the observer decides "compaction is due" with it.
+func (c Config) compactionPolicy() compact.Policy {
+	return compact.Policy{MergeFactor: c.Policy.MergeFactor, TargetObjectBytes: c.Policy.TargetObjectSize}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -147,7 +148,13 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 		return res, err
 	}
 	if res.Outcome == OutcomeStale {
-		e.metrics.Add("StaleResultsDropped", 1)
+		// A task already stale when it starts costs one head read; a result
+		// that went stale while merging was real work thrown away.
+		if res.Job == nil {
+			e.metrics.Add("StaleTasksSkipped", 1)
+		} else {
+			e.metrics.Add("StaleResultsDropped", 1)
+		}
 		e.log.Info("stale task dropped", "task", task.TaskID, "reason", res.Reason)
 	}
 	if err := e.leases.Complete(ctx, ls, e.now()); err != nil {
@@ -174,9 +181,14 @@ func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Leas
 	case root.Version != task.BaseManifestVersion || root.Collection != task.Collection:
 		return Result{}, fmt.Errorf("pinned manifest %s is %s v%d: %w", key, root.Collection, root.Version, contract.ErrInvalid)
 	}
-	snap := Snapshot{Collection: task.Collection, Version: root.Version, Checksum: task.BaseManifestChecksum}
-	if err := e.lin.Each(ctx, &root, nil, func(o contract.ObjectEntry) error {
-		snap.Objects = append(snap.Objects, o)
+	// Load only the parts the plan needs: the due levels' key ranges (data
+	// keys embed the level, so a level is a contiguous range of parts).
+	snap := Snapshot{Collection: task.Collection, Version: root.Version, Checksum: task.BaseManifestChecksum,
+		Levels: Debt(root.Summary, e.cfg.Policy).PlanLevels(e.cfg.Policy)}
+	if err := e.lin.Each(ctx, &root, levelParts(task.Collection, snap.Levels), func(o contract.ObjectEntry) error {
+		if snap.Levels == nil || slices.Contains(snap.Levels, o.Level) {
+			snap.Objects = append(snap.Objects, o)
+		}
 		return nil
 	}); err != nil {
 		return Result{}, fmt.Errorf("load snapshot of %s v%d: %w", task.Collection, root.Version, err)
@@ -299,6 +311,23 @@ func (e *Executor) merge(ctx context.Context, task contract.Task, ls contract.Le
 		return added, stats, ls, fmt.Errorf("merge %s: %w", task.TaskID, err)
 	}
 	return added, stats, ls, nil
+}
+
+// levelParts keeps the parts whose key range intersects one of levels'
+// key ranges; nil levels keeps every part.
+func levelParts(collection string, levels []int) func(contract.PartRef) bool {
+	if levels == nil {
+		return nil
+	}
+	return func(ref contract.PartRef) bool {
+		for _, l := range levels {
+			lo := contract.LevelPrefix(collection, l)
+			if ref.LastKey >= lo && ref.FirstKey < lo+"\xff" {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // outputSlack is room past the target for the block that crosses it and

@@ -16,12 +16,18 @@ const (
 	ReasonFragmentation = "fragmentation"
 )
 
-// Snapshot is the full object set of one committed manifest version.
+// Snapshot is the object set of one committed manifest version: all of it,
+// or (Levels non-nil) only the objects of the listed levels. A partial
+// snapshot cannot prove that no older object outside a job holds a key, so
+// Plan never drops delete markers from it and plans no delete-density
+// rewrite (which needs every overlapping object); fan-out and fragmentation
+// jobs need only their own level.
 type Snapshot struct {
 	Collection string
 	Version    uint64
 	Checksum   string
 	Objects    []contract.ObjectEntry
+	Levels     []int // nil: the full object set
 }
 
 // Policy tunes the tiered compaction policy. A zero field takes
@@ -129,9 +135,12 @@ func Plan(snap Snapshot, policy Policy, now time.Time) []Job {
 	for _, g := range groups(objs) {
 		cands = append(cands, groupCandidates(g, p)...)
 	}
-	cands = append(cands, deleteDensityCandidates(objs, p)...)
+	partial := snap.Levels != nil
+	if !partial {
+		cands = append(cands, deleteDensityCandidates(objs, p)...)
+	}
 	for i := range cands {
-		cands[i].DropDeletes = dropDeletesSafe(cands[i].Inputs, objs)
+		cands[i].DropDeletes = !partial && dropDeletesSafe(cands[i].Inputs, objs)
 	}
 	slices.SortStableFunc(cands, byPriority)
 	return admit(cands)
@@ -465,6 +474,24 @@ type DebtReport struct {
 
 // Due reports whether any level reached a trigger.
 func (d DebtReport) Due() bool { return d.Score > 0 }
+
+// PlanLevels says which levels a planner must load for this debt: the
+// levels whose fan-out or fragmentation is due (empty when nothing is due:
+// load nothing), or nil (everything) when delete density is due somewhere,
+// since a delete-density plan needs the full object set.
+func (d DebtReport) PlanLevels(policy Policy) []int {
+	p := policy.normalized()
+	levels := []int{}
+	for _, l := range d.Levels {
+		if p.DeleteDensityThreshold > 0 && l.DeleteDensity >= p.DeleteDensityThreshold {
+			return nil
+		}
+		if l.FanOut >= 1 || l.Fragmentation >= 1 {
+			levels = append(levels, l.Level)
+		}
+	}
+	return levels
+}
 
 // Debt computes the debt report of a manifest summary under policy.
 func Debt(summary contract.Summary, policy Policy) DebtReport {

@@ -69,7 +69,13 @@ type Debt struct {
 
 // Config tunes the debt model.
 type Config struct {
-	MergeFactor     int           // compaction is due when a level holds this many objects
+	// CompactionDue, when set, decides from the root's summary whether
+	// compaction is due, with the very policy the executor plans with
+	// (compact.Debt(...).Due()), so no task is enqueued that plans nothing.
+	CompactionDue func(contract.Summary) bool `json:"-"`
+	// Without CompactionDue: due when a level below the deepest holds
+	// MergeFactor objects or delete markers reach DeleteDensity.
+	MergeFactor     int
 	DeleteDensity   float64       // or when delete markers reach this share of records
 	TokenLifetime   time.Duration // manifests stay openable this long after being superseded
 	RetentionWindow time.Duration // global_safe_ts - retention_window bounds eviction
@@ -263,7 +269,11 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts) 
 	if root.Summary.DocCount > 0 {
 		d.DeleteDensity = float64(root.Summary.DeleteCount) / float64(root.Summary.DocCount)
 	}
-	d.CompactionDue = !facts.Tombstoned && (d.MaxFanOut >= int64(o.cfg.MergeFactor) || (d.DeleteDensity >= o.cfg.DeleteDensity && root.Summary.DeleteCount > 0))
+	if o.cfg.CompactionDue != nil {
+		d.CompactionDue = !facts.Tombstoned && o.cfg.CompactionDue(root.Summary)
+	} else {
+		d.CompactionDue = !facts.Tombstoned && (d.MaxFanOut >= int64(o.cfg.MergeFactor) || (d.DeleteDensity >= o.cfg.DeleteDensity && root.Summary.DeleteCount > 0))
+	}
 	for _, r := range root.Change.Removed {
 		d.GCObjects++
 		d.GCBytes += r.Size

@@ -59,16 +59,38 @@ func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contr
 	if err != nil {
 		return nil, false, fmt.Errorf("read observed state of %s: %w", collection, err)
 	}
+	if cur.Version == 0 {
+		// The state was wiped after the observation: there is nothing to
+		// derive tasks from (a task needs a base version); the next pass
+		// re-derives them from the head.
+		return res.Tasks, res.Outcome == OutcomeAdvanced, nil
+	}
 	nowMs := o.now().UnixMilli()
 	var tasks []contract.Task
-	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue {
-		tasks = append(tasks, contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, cur.FactsVersion, nowMs))
+	// The facts just read are fresher than the recorded state's: a
+	// tombstone set by CCS without a new head is only seen here.
+	tomb := cur.Debt.TombstoneActive || res.Debt.TombstoneActive
+	if res.Outcome != OutcomeAdvanced && res.Debt.TombstoneActive && res.Version == cur.Version {
+		tasks = append(tasks, contract.NewTask(contract.KindTombstoneCleanup, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs))
+	}
+	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue && !tomb {
+		t := contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs)
+		if nowMs-cur.ObservedAtUnixMs >= o.cfg.GCSweepInterval.Milliseconds() {
+			// Still due a whole sweep interval after this head was
+			// observed: its task finished (the lease is done) without the
+			// result landing (dropped as expired, rejected, lost to the
+			// DLQ), and the same identity would be skipped forever. Retry
+			// under a fresh identity (racing reconciliations within one
+			// minute still collapse).
+			t = contract.NewSweepTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs)
+		}
+		tasks = append(tasks, t)
 	}
 	gcDue := res.Outcome == OutcomeAdvanced && res.Previous == 0 ||
 		cur.Debt.GCObjects > 0 && cur.Debt.GCDueAtUnixMs <= nowMs ||
 		nowMs-cur.Debt.GCSweptAtUnixMs >= o.cfg.GCSweepInterval.Milliseconds()
-	if gcDue && !cur.Debt.TombstoneActive {
-		tasks = append(tasks, contract.NewSweepTask(contract.KindGC, collection, cur.Version, cur.Checksum, cur.FactsVersion, nowMs))
+	if gcDue && !tomb {
+		tasks = append(tasks, contract.NewSweepTask(contract.KindGC, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs))
 	}
 	if len(tasks) > 0 {
 		if err := o.queue.Enqueue(ctx, tasks); err != nil {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +37,12 @@ type Options struct {
 	// HoldS3Events keeps S3 notifications for the caller (TakeS3Events)
 	// instead of delivering them, so tests can duplicate and reorder them.
 	HoldS3Events bool
+	// Upstream, when set (e.g. http://localhost:4566 for LocalStack), makes
+	// the stack a proxy: S3, DynamoDB and SQS requests go to that endpoint
+	// instead of the in-process emulators, while notification configuration,
+	// event delivery and event source mappings stay here. The same tests then
+	// run against another implementation of the AWS APIs.
+	Upstream string
 }
 
 // Stack is a running embedded AWS endpoint.
@@ -46,7 +54,7 @@ type Stack struct {
 	url      string
 	s3       http.Handler
 	ddb      http.Handler
-	sqs      *sqsd.Server
+	sqs      http.Handler
 	notify   *notifier
 	mux      *http.ServeMux
 	counts   *Counter
@@ -79,6 +87,16 @@ func Start(opts Options) (*Stack, error) {
 	}
 	s.s3 = gofakes3.New(s3mem.New(), gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)).Server()
 	s.sqs = sqsd.New(sqsd.Options{Region: Region, AccountID: AccountID, BaseURL: s.URL})
+	if opts.Upstream != "" {
+		u, err := url.Parse(opts.Upstream)
+		if err != nil || u.Host == "" {
+			_ = ln.Close()
+			stop()
+			return nil, fmt.Errorf("embedded stack: upstream %q is not a URL", opts.Upstream)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		s.s3, s.ddb, s.sqs = proxy, proxy, proxy
+	}
 	s.notify = newNotifier(s)
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -239,3 +239,32 @@ func TestStreamingUploadIsMultipartAndAtomic(t *testing.T) {
 		t.Fatalf("aborted upload left an object: %v", err)
 	}
 }
+
+// With Upstream set the stack proxies every AWS API call to another
+// endpoint (LocalStack in make e2e-localstack; here, a second embedded
+// stack) and still delivers the notifications itself.
+func TestUpstreamProxyKeepsEventDelivery(t *testing.T) {
+	up, upClients, _ := startStack(t, false)
+	s, err := localaws.Start(localaws.Options{Addr: "127.0.0.1:0", HoldS3Events: true, Upstream: up.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	p, err := localaws.Provision(ctx, s.Clients(), resources.Default("proxied"), localaws.ProvisionOptions{VisibilityTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := awsio.NewBucket(s.Clients().S3, p.Def.Bucket.Name).Put(ctx, "collections/c1/manifest_committed_head.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := awsio.NewBucket(upClients.S3, p.Def.Bucket.Name).Get(ctx, "collections/c1/manifest_committed_head.json"); err != nil {
+		t.Fatalf("object not stored upstream: %v", err)
+	}
+	if n := len(s.TakeS3Events()); n != 1 {
+		t.Fatalf("%d notifications from the proxying stack, want 1", n)
+	}
+	if _, err := upClients.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(p.Def.Queues[0].Name)}); err != nil {
+		t.Fatalf("queue not created upstream: %v", err)
+	}
+}

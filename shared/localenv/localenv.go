@@ -11,6 +11,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -38,7 +40,16 @@ type Options struct {
 	Seed              uint64
 	Log               *slog.Logger
 	Now               func() time.Time
+	// Upstream sends every S3, DynamoDB and SQS call to another endpoint
+	// (LocalStack) instead of the in-process emulators; default: the
+	// environment variable BCC_E2E_ENDPOINT. Resources then get a unique
+	// prefix, since they outlive the environment there.
+	Upstream string
 }
+
+// EnvUpstream names the variable that points local environments (and so
+// the end-to-end tests) at LocalStack: make e2e-localstack sets it.
+const EnvUpstream = "BCC_E2E_ENDPOINT"
 
 // Env is a running local product.
 type Env struct {
@@ -81,6 +92,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Addr == "" {
 		opts.Addr = "127.0.0.1:0"
 	}
+	if opts.Upstream == "" {
+		opts.Upstream = os.Getenv(EnvUpstream)
+	}
+	if opts.Prefix == "" && opts.Upstream != "" {
+		opts.Prefix = fmt.Sprintf("e2e%08x", rand.Uint32())
+	}
 	if opts.Prefix == "" {
 		opts.Prefix = "bcc"
 	}
@@ -96,7 +113,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Workload.RecordsPerCommit == 0 {
 		opts.Workload = workload.Options{RecordsPerCommit: 50, KeySpace: 400, DeleteFraction: 0.1, PayloadBytes: 64}
 	}
-	stack, err := localaws.Start(localaws.Options{Addr: opts.Addr, Logger: opts.Log, HoldS3Events: opts.HoldS3Events})
+	stack, err := localaws.Start(localaws.Options{Addr: opts.Addr, Logger: opts.Log, HoldS3Events: opts.HoldS3Events, Upstream: opts.Upstream})
 	if err != nil {
 		return nil, err
 	}

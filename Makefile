@@ -13,6 +13,7 @@ include $(wildcard mk/*.mk)
 
 help: ## list targets
 	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+	@grep -hE '^## [a-zA-Z0-9_./ -]+:' $(MAKEFILE_LIST) | sed -E 's/^## ([^:]+): */  \1|/' | awk -F'|' '{printf "  %-16s %s\n", $$1, $$2}' 
 
 demo: ## run the product's main job on the embedded local stack (20 collections x 10 commits)
 	$(GO) run ./cmd/demo $(DEMO_ARGS)
@@ -29,4 +30,4 @@ fmt: ## gofmt check
 test-go: vet fmt ## root module tests (race detector on)
 	$(GO) test -race -count=1 ./...
 
-test: test-go test-infra ## every test: root module tests and the CDK infra tests
+test: test-go test-infra sim-ci ## every test: root module (race detector), CDK infra, and a 1000-seed fault simulation

@@ -191,7 +191,7 @@ func TestRolesTrustOnlyLambdaAndHaveNoManagedPolicies(t *testing.T) {
 func sampleKeys() (heads, manifests, data, rewrites, appends []string) {
 	for _, c := range []string{"orders", "a", "data", "manifests", "l1"} {
 		heads = append(heads, contract.HeadKey(c))
-		manifests = append(manifests, contract.ManifestKey(c, 7, "sha256:ab12"), contract.PartKey(c, "sha256:cd34"))
+		manifests = append(manifests, contract.ManifestKey(c, 7, "sha256:ab12"), contract.PartKey(c, 7, "sha256:cd34"))
 		appends = append(appends, contract.AppendSegmentKey(c, 7, 0))
 		for l := 1; l <= contract.MaxLevel; l++ {
 			rewrites = append(rewrites, contract.RewriteOutputKey(c, l, "task-1", 3))

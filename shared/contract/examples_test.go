@@ -32,7 +32,7 @@ func examples() map[string]any {
 		ParentKey: contract.ManifestKey("orders", 7, parentSum), ParentChecksum: parentSum, CommitTsUnixMs: 1764400095000, NextSeq: 2001,
 		Origin:  contract.Origin{Kind: contract.OriginAppend},
 		Change:  contract.Change{Added: []contract.ObjectEntry{part.Objects[1]}, Removed: []contract.ObjectEntry{}},
-		Parts:   []contract.PartRef{{Key: contract.PartKey("orders", partSum), Checksum: partSum, ObjectCount: 2, Bytes: 96426, FirstKey: part.Objects[0].Key, LastKey: part.Objects[1].Key}},
+		Parts:   []contract.PartRef{{Key: contract.PartKey("orders", 7, partSum), Checksum: partSum, ObjectCount: 2, Bytes: 96426, FirstKey: part.Objects[0].Key, LastKey: part.Objects[1].Key}},
 		Summary: contract.Summary{Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24, Levels: []contract.LevelSummary{{Level: 0, Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24}}}}
 	rootBody, _ := contract.Encode(root)
 	rootSum := contract.Checksum(rootBody)

@@ -12,7 +12,8 @@ import (
 //
 //	collections/<c>/manifest_committed_head.json          head (publisher only)
 //	collections/<c>/manifests/<version:020d>-<sha16>.json  manifest roots (version + checksum prefix)
-//	collections/<c>/manifests/parts/<sha256 hex>.json     manifest parts
+//	collections/<c>/manifests/parts/<version:020d>-<sha256 hex>.json
+//	                                                      manifest parts (the version that first wrote it)
 //	collections/<c>/data/l0/<version:020d>-<n>.seg        segments committed by appends (level 0)
 //	collections/<c>/data/l<L>/<task id>/<n:04d>.seg       rewrite outputs at level L (1..9)
 //
@@ -50,9 +51,28 @@ func ManifestKey(c string, version uint64, checksum string) string {
 // ManifestsPrefix is where roots and parts of c live.
 func ManifestsPrefix(c string) string { return CollectionPrefix(c) + "manifests/" }
 
-// PartKey is the content-addressed key of a manifest part.
-func PartKey(c, checksum string) string {
-	return CollectionPrefix(c) + "manifests/parts/" + strings.TrimPrefix(checksum, "sha256:") + ".json"
+// PartKey is the key of a manifest part first written by version: content
+// addressed, and also named by its writer. A part is reused by reference by
+// later versions; a version never rewrites an older version's part key, so a
+// commit that happens to produce a part with the same content as one GC is
+// deleting (a part of an old, trimmed root) writes a different key and the
+// delete cannot hit it.
+func PartKey(c string, version uint64, checksum string) string {
+	return fmt.Sprintf("%smanifests/parts/%020d-%s.json", CollectionPrefix(c), version, strings.TrimPrefix(checksum, "sha256:"))
+}
+
+// PartVersion returns the writer version a part key names, if key is the
+// part key of checksum in collection c.
+func PartVersion(c, key, checksum string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, CollectionPrefix(c)+"manifests/parts/")
+	if !ok {
+		return 0, false
+	}
+	var v uint64
+	if _, err := fmt.Sscanf(rest, "%020d-", &v); err != nil || len(rest) < 21 {
+		return 0, false
+	}
+	return v, key == PartKey(c, v, checksum)
 }
 
 // MaxLevel is the deepest compaction level.

@@ -197,8 +197,8 @@ func (m *Manifest) validate() error {
 	var count int64
 	for i, p := range m.Parts {
 		switch {
-		case p.Key != PartKey(m.Collection, p.Checksum):
-			return invalid("part %d key %q is not content addressed by its checksum", i, p.Key)
+		case !partKeyOK(m, p):
+			return invalid("part %d key %q is not the part key of its checksum written by version <= %d", i, p.Key, m.Version)
 		case !validChecksum(p.Checksum):
 			return invalid("part %d checksum %q is not sha256:<64 hex>", i, p.Checksum)
 		case p.ObjectCount <= 0 || p.FirstKey > p.LastKey:
@@ -212,6 +212,11 @@ func (m *Manifest) validate() error {
 		return invalid("parts hold %d objects but summary says %d", count, m.Summary.Objects)
 	}
 	return nil
+}
+
+func partKeyOK(m *Manifest, p PartRef) bool {
+	v, ok := PartVersion(m.Collection, p.Key, p.Checksum)
+	return ok && v >= 1 && v <= m.Version
 }
 
 // DecodeManifest strictly decodes a manifest root read from key.

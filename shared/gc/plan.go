@@ -221,14 +221,18 @@ func (pl planner) plan(ctx context.Context, c string, nowT time.Time) (Plan, err
 	for i := 1; i < n; i++ {
 		sup[i] = roots[i-1].CommitTsUnixMs
 	}
+	// A token may open a superseded root for TokenLifetime on the clocks
+	// of the query plane and the publisher; judged on this worker's clock,
+	// that is TokenLifetime plus the clock-skew allowance.
+	retain := (cfg.TokenLifetime + cfg.ClockSkew).Milliseconds()
 	p.retainedIdx = make([]bool, n)
 	for i := range roots {
-		if sup[i] > now-cfg.TokenLifetime.Milliseconds() {
+		if sup[i] > now-retain {
 			p.retainedIdx[i] = true
 			p.Retained = append(p.Retained, roots[i].Version)
 		}
 	}
-	if !walk.Complete && gates && roots[n-1].CommitTsUnixMs > now-cfg.TokenLifetime.Milliseconds() {
+	if !walk.Complete && gates && roots[n-1].CommitTsUnixMs > now-retain {
 		// The missing parent of the oldest root is still inside the token
 		// lifetime: a retained manifest is gone. Delete nothing.
 		return p, refuse(c, RefusedManifest, fmt.Errorf("retained manifest v%d (parent of v%d) is missing: %w", roots[n-1].ParentVersion, roots[n-1].Version, store.ErrNotFound))
@@ -330,7 +334,7 @@ func (pl planner) judge(ctx context.Context, p *Plan, sup []int64, cd Candidate,
 			return "", 0, err
 		}
 		if found {
-			pinnedDue = max(pinnedDue, satAdd(sup[i], cfg.TokenLifetime))
+			pinnedDue = max(pinnedDue, satAdd(sup[i], cfg.TokenLifetime+cfg.ClockSkew))
 		}
 	}
 	if pinnedDue >= 0 {

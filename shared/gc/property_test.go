@@ -149,7 +149,7 @@ func bruteForce(h modelHistory, now, safe, retention int64, cfg Config) map[stri
 	head := len(h.sets) - 1
 	retained := map[int]bool{head: true}
 	for v := 1; v < head; v++ {
-		if h.commit[v+1] > now-cfg.TokenLifetime.Milliseconds() {
+		if h.commit[v+1] > now-(cfg.TokenLifetime+cfg.ClockSkew).Milliseconds() {
 			retained[v] = true
 		}
 	}

@@ -133,7 +133,7 @@ func buildStream(n int) (*streamFixture, error) {
 		partBytes += int64(len(body))
 		return objs.put(ctx, key, body)
 	}
-	refs, summary, err := publisher.BuildParts(ctx, streamCollection, n, syn.Object, 4096, put)
+	refs, summary, err := publisher.BuildParts(ctx, streamCollection, 2, n, syn.Object, 4096, put)
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,12 @@ type MemBucket struct {
 	objects map[string]object
 	now     func() time.Time
 	Faults  FaultPlan
+	// Applied, when set, is called after a write or delete of key took
+	// effect (outside the lock; body is nil for deletes). The simulator
+	// uses it for bookkeeping (head notifications, delete-time invariant
+	// checks) and may panic Crash from it to kill the caller just after a
+	// write.
+	Applied func(op, key string, body []byte)
 	deleted map[string]time.Time // key -> when deleted (for invariant reports)
 }
 
@@ -130,6 +136,9 @@ func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
 
 // Size returns an object's size.
 func (m *MemBucket) Size(_ context.Context, key string) (int64, error) {
+	if f := m.fault("head", key); f != FaultNone {
+		return 0, fmt.Errorf("head %s: %w", key, store.ErrThrottled)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.objects[key]
@@ -184,14 +193,18 @@ func (m *MemBucket) write(op, key string, body []byte, check func(object, bool) 
 		return "", fmt.Errorf("%s %s: %w", op, key, store.ErrAmbiguous)
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	cur, ok := m.objects[key]
 	if err := check(cur, ok); err != nil {
+		m.mu.Unlock()
 		return "", err
 	}
 	o := object{body: slices.Clone(body), etag: etagOf(body), modified: m.now()}
 	m.objects[key] = o
 	delete(m.deleted, key)
+	m.mu.Unlock()
+	if m.Applied != nil {
+		m.Applied(op, key, body)
+	}
 	if f == FaultAmbiguousDone {
 		return "", fmt.Errorf("%s %s: %w", op, key, store.ErrAmbiguous)
 	}
@@ -210,7 +223,8 @@ func (m *MemBucket) DeleteBatch(_ context.Context, keys []string) (awsio.DeleteR
 	if len(keys) > 1000 {
 		return res, fmt.Errorf("delete batch of %d keys: at most 1000", len(keys))
 	}
-	if f := m.fault("delete-batch", ""); f == FaultThrottle || f == FaultAmbiguousLost {
+	batchFault := m.fault("delete-batch", "")
+	if batchFault == FaultThrottle || batchFault == FaultAmbiguousLost {
 		return res, fmt.Errorf("delete batch: %w", store.ErrAmbiguous)
 	}
 	for _, k := range keys {
@@ -219,18 +233,28 @@ func (m *MemBucket) DeleteBatch(_ context.Context, keys []string) (awsio.DeleteR
 			continue
 		}
 		m.mu.Lock()
-		if _, ok := m.objects[k]; ok {
+		_, existed := m.objects[k]
+		if existed {
 			m.deleted[k] = m.now()
 		}
 		delete(m.objects, k)
 		m.mu.Unlock()
 		res.Deleted = append(res.Deleted, k)
+		if existed && m.Applied != nil {
+			m.Applied("delete", k, nil)
+		}
+	}
+	if batchFault == FaultAmbiguousDone {
+		return awsio.DeleteResult{Failed: map[string]string{}}, fmt.Errorf("delete batch: %w", store.ErrAmbiguous)
 	}
 	return res, nil
 }
 
 // List returns every key under prefix, sorted.
 func (m *MemBucket) List(_ context.Context, prefix string) ([]awsio.Listed, error) {
+	if f := m.fault("list", prefix); f != FaultNone {
+		return nil, fmt.Errorf("list %s: %w", prefix, store.ErrThrottled)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []awsio.Listed
@@ -249,4 +273,27 @@ func (m *MemBucket) DeletedAt(key string) (time.Time, bool) {
 	defer m.mu.Unlock()
 	t, ok := m.deleted[key]
 	return t, ok
+}
+
+// Keys returns every key under prefix, sorted (for invariant checks; never
+// faulted).
+func (m *MemBucket) Keys(prefix string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k := range m.objects {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Peek reads an object without faults or hooks (for invariant checks).
+func (m *MemBucket) Peek(key string) ([]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.objects[key]
+	return o.body, ok
 }

@@ -25,7 +25,8 @@ type PutFunc func(ctx context.Context, key string, body []byte) error
 // smaller), passing each part to put as soon as it is encoded: memory holds
 // one part at a time. It returns the part references and the summary of the
 // whole set.
-func BuildParts(ctx context.Context, collection string, n int, object func(i int) contract.ObjectEntry, maxPart int, put PutFunc) ([]contract.PartRef, contract.Summary, error) {
+// version is the version whose root will reference the parts (their writer).
+func BuildParts(ctx context.Context, collection string, version uint64, n int, object func(i int) contract.ObjectEntry, maxPart int, put PutFunc) ([]contract.PartRef, contract.Summary, error) {
 	if maxPart <= 0 {
 		maxPart = 4096
 	}
@@ -42,7 +43,7 @@ func BuildParts(ctx context.Context, collection string, n int, object func(i int
 		// A base with no parts: applyChange encodes the chunk as fresh parts
 		// and carries the running summary forward.
 		base := contract.Manifest{Collection: collection, Summary: summary}
-		np, err := applyChange(ctx, base, nil, chunk, nil, maxPart)
+		np, err := applyChange(ctx, base, version, nil, chunk, nil, maxPart)
 		if err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func (p *Publisher) BulkLoad(ctx context.Context, collection string, n int, obje
 		_, err := p.objects.Put(ctx, key, body)
 		return err
 	}
-	refs, summary, err := BuildParts(ctx, collection, n, collect, p.opts.MaxPartObjects, put)
+	refs, summary, err := BuildParts(ctx, collection, base.Head.Version+1, n, collect, p.opts.MaxPartObjects, put)
 	if err != nil {
 		return contract.Head{}, err
 	}

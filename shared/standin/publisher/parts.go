@@ -27,7 +27,9 @@ type newParts struct {
 
 // applyChange rewrites only the parts whose key ranges the change touches;
 // every other part is reused by reference.
-func applyChange(ctx context.Context, base contract.Manifest, load partLoader, added, removed []contract.ObjectEntry, maxPart int) (newParts, error) {
+// applyChange computes the parts of version (base.Version+1 normally)
+// from base's parts and a change.
+func applyChange(ctx context.Context, base contract.Manifest, version uint64, load partLoader, added, removed []contract.ObjectEntry, maxPart int) (newParts, error) {
 	touched := map[int][]contract.ObjectEntry{} // part index -> objects after the change
 	loadTouched := func(i int) error {
 		if _, ok := touched[i]; ok || i < 0 {
@@ -79,12 +81,12 @@ func applyChange(ctx context.Context, base contract.Manifest, load partLoader, a
 			out.refs = append(out.refs, ref)
 			continue
 		}
-		if err := out.addChunks(base.Collection, objs, maxPart); err != nil {
+		if err := out.addChunks(base.Collection, version, objs, maxPart); err != nil {
 			return newParts{}, err
 		}
 	}
 	slices.SortFunc(fresh, func(a, b contract.ObjectEntry) int { return cmp.Compare(a.Key, b.Key) })
-	if err := out.addChunks(base.Collection, fresh, maxPart); err != nil {
+	if err := out.addChunks(base.Collection, version, fresh, maxPart); err != nil {
 		return newParts{}, err
 	}
 	slices.SortFunc(out.refs, func(a, b contract.PartRef) int { return cmp.Compare(a.FirstKey, b.FirstKey) })
@@ -103,7 +105,7 @@ func insertionPart(parts []contract.PartRef, key string) int {
 
 // addChunks splits objs into parts of at most maxPart objects (half-full
 // after a split, so the next adds do not split again at once).
-func (n *newParts) addChunks(collection string, objs []contract.ObjectEntry, maxPart int) error {
+func (n *newParts) addChunks(collection string, version uint64, objs []contract.ObjectEntry, maxPart int) error {
 	if len(objs) == 0 {
 		return nil
 	}
@@ -118,7 +120,7 @@ func (n *newParts) addChunks(collection string, objs []contract.ObjectEntry, max
 			return err
 		}
 		sum := contract.Checksum(body)
-		ref := contract.PartRef{Key: contract.PartKey(collection, sum), Checksum: sum, ObjectCount: len(chunk),
+		ref := contract.PartRef{Key: contract.PartKey(collection, version, sum), Checksum: sum, ObjectCount: len(chunk),
 			FirstKey: chunk[0].Key, LastKey: chunk[len(chunk)-1].Key}
 		for _, o := range chunk {
 			ref.Bytes += o.Size

@@ -164,7 +164,7 @@ func (p *Publisher) Commit(ctx context.Context, collection string, build BuildFu
 // commitOn writes the new version and CASes the head from base. ErrConflict
 // means nothing became visible.
 func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (contract.Head, error) {
-	np, err := applyChange(ctx, base.Root, p.loadPart, ch.Added, ch.Removed, p.opts.MaxPartObjects)
+	np, err := applyChange(ctx, base.Root, base.Head.Version+1, p.loadPart, ch.Added, ch.Removed, p.opts.MaxPartObjects)
 	if err != nil {
 		return contract.Head{}, err
 	}

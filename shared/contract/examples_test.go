@@ -131,3 +131,50 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The AWS event examples carry what the functions expect: the SQS batch's
+// body is a valid task whose identity is the deduplication id and whose
+// collection is the message group; the S3 event names a head key.
+func TestAWSEventExamples(t *testing.T) {
+	var batch struct {
+		Records []struct {
+			Body       string            `json:"body"`
+			Attributes map[string]string `json:"attributes"`
+		} `json:"Records"`
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", "sqs-task-batch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &batch); err != nil || len(batch.Records) == 0 {
+		t.Fatalf("sqs-task-batch.json: %v", err)
+	}
+	for _, r := range batch.Records {
+		task, err := contract.DecodeTask("sqs-task-batch.json", []byte(r.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Attributes["MessageDeduplicationId"] != task.TaskID || r.Attributes["MessageGroupId"] != task.Collection {
+			t.Fatalf("dedup id %q / group %q, want %q / %q", r.Attributes["MessageDeduplicationId"], r.Attributes["MessageGroupId"], task.TaskID, task.Collection)
+		}
+	}
+	var s3ev struct {
+		Records []struct {
+			S3 struct {
+				Object struct {
+					Key string `json:"key"`
+				} `json:"object"`
+			} `json:"s3"`
+		} `json:"Records"`
+	}
+	b, err = os.ReadFile(filepath.Join("..", "..", "events", "s3-head-created.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &s3ev); err != nil || len(s3ev.Records) != 1 {
+		t.Fatalf("s3-head-created.json: %v", err)
+	}
+	if _, ok := contract.CollectionOfHeadKey(s3ev.Records[0].S3.Object.Key); !ok {
+		t.Fatalf("s3 example key %q is not a head key", s3ev.Records[0].S3.Object.Key)
+	}
+}

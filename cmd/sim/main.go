@@ -72,8 +72,11 @@ func main() {
 		fmt.Printf("guards off: %s\n", *guardOff)
 	}
 	printCounts(sum.Counts)
+	// The last line is the plain summary test runners read: seeds are the tests.
+	summary := fmt.Sprintf("sim: %d passed, %d failed", sum.Seeds-len(sum.Violations), len(sum.Violations))
 	if len(sum.Violations) == 0 {
 		fmt.Println("violations: 0")
+		fmt.Println(summary)
 		return
 	}
 	fmt.Printf("violations: %d seeds\n", len(sum.Violations))
@@ -86,6 +89,7 @@ func main() {
 			fmt.Printf("  %s\n    replay: %s\n", v, replay(v.Seed))
 		}
 	}
+	fmt.Println(summary)
 	os.Exit(1)
 }
 

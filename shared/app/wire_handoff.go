@@ -49,7 +49,13 @@ func HandoffUseCase(c Config, cl Clients, rt Runtime, o HandoffOptions) (*handof
 		ccs = s
 	}
 	cfg := handoff.Config{MaxTaskLifetime: c.Policy.MaxTaskLifetime, Guards: g}
-	return handoff.New(lineage.New(bucket, 256), pub, ccs, bucketReclaimer{bucket}, rt.Now, cfg, m, rt.Log), m
+	// Production handoff can delete nothing: only the mutation with the
+	// ambiguous re-read switched off gets a reclaimer, to show the harm.
+	var reclaim handoff.Reclaimer
+	if !g.AmbiguousReread {
+		reclaim = bucketReclaimer{bucket}
+	}
+	return handoff.New(lineage.New(bucket, 256), pub, ccs, reclaim, rt.Now, cfg, m, rt.Log), m
 }
 
 // bucketReclaimer deletes keys in batches. Only the unguarded ambiguous

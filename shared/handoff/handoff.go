@@ -1,27 +1,3 @@
-// Package handoff is the handoff use case: it turns executor completions
-// into the next owner's action. A rewrite (compaction, lifecycle transition)
-// becomes a cutover candidate for the Manifest Publisher; a finished
-// tombstone cleanup becomes a CCS release intent. Neither is ever decided
-// from coordinator state: the publisher's head CAS and CCS's idempotent
-// intent identity are the fences, and the committed head is re-read before
-// every decision.
-//
-// Rules:
-//   - A rewrite older than the maximum task lifetime is dropped: GC may
-//     already be reclaiming its never-committed outputs.
-//   - If the head moved since the result's base, the result is dropped
-//     (stale) — never rebased — and fresh work comes from the new head. If
-//     a version since the base added delete markers over an input's key
-//     range, the result is rejected as a delete gain (checked first).
-//   - A cutover whose outcome is unknown (timeout, 5xx) is resolved by
-//     re-reading the head: our request id in the lineage since the base
-//     means accepted; the head still at the base means resubmit (the
-//     publisher is idempotent by request id); anything else is stale. The
-//     handoff never blindly retries and never cleans up.
-//   - Outputs of a dropped result are left for GC's never-committed reclaim.
-//   - A release intent is requested only when the cleanup reports every
-//     dependency confirmed, with a deterministic intent id.
-//   - Duplicate completions are harmless on every path.
 package handoff
 
 import (

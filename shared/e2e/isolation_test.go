@@ -20,7 +20,7 @@ import (
 // message is retried and finally moved to the DLQ, and nothing is published
 // or deleted because of it.
 func TestOneCollectionsBacklogDoesNotBlockAnother(t *testing.T) {
-	env := start(t, localenv.Options{Policy: policy(3), VisibilityTimeout: time.Second})
+	env := start(t, localenv.Options{Policy: policy(3), VisibilityTimeout: 2 * time.Second})
 	ctx := context.Background()
 	for _, c := range []string{"stuck", "flowing"} {
 		if err := env.Workload.Create(ctx, c, contract.Lifecycle{}); err != nil {
@@ -38,8 +38,8 @@ func TestOneCollectionsBacklogDoesNotBlockAnother(t *testing.T) {
 		}
 	}
 	// The flowing collection gets its cutover while the stuck group is still
-	// retrying its poison message (maxReceiveCount 5 x 1 s visibility).
-	deadline := time.Now().Add(4 * time.Second)
+	// retrying its poison message (maxReceiveCount 5 x 2 s visibility).
+	deadline := time.Now().Add(8 * time.Second)
 	for {
 		_, root, err := env.Lineage.HeadRoot(ctx, "flowing")
 		if err != nil {

@@ -21,9 +21,15 @@ import (
 // metrics.Namespace namespace (dimension Function, plus Reason on GCDeferred).
 var CoordinatorMetrics = []string{
 	"HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed",
-	"TasksEnqueued", "StaleResultsDropped", "CutoversAccepted", "LeaseLost",
-	"ObjectsDeleted", "GCDeferred",
+	"TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost",
+	"ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused",
 }
+
+// ObserveLagAlarmThreshold: the observer's p99 lag behind committed heads
+// (EMF duration ObserveLagMs, from a head's commit to its observation)
+// above this for three 5-minute periods means notifications are lost or the
+// observer is failing; reconciliation catches up every ReconcileSchedule.
+const ObserveLagAlarmThreshold = 10 * time.Minute
 
 // OldestMessageAlarmThreshold is when a queue's oldest message is "too old":
 // twice the queue's visibility timeout (one full retry cycle has passed
@@ -109,6 +115,36 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		return &out
 	}
 
+	// Durations (EMF value arrays in ms) on their Function dimension.
+	lag := func(fn, name, stat string) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(name),
+			DimensionsMap: &map[string]*string{"Function": jsii.String(fn)},
+			Statistic:     jsii.String(stat), Period: five, Label: jsii.String(name + " " + stat),
+		})
+	}
+	plain := func(fn, name, stat string) awscloudwatch.IMetric { // unlabeled: a plain alarm metric
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(name),
+			DimensionsMap: &map[string]*string{"Function": jsii.String(fn)}, Statistic: jsii.String(stat), Period: five,
+		})
+	}
+	lagAlarm := awscloudwatch.NewAlarm(c.Stack, jsii.String("ObserveLagAlarm"), &awscloudwatch.AlarmProps{
+		AlarmName:          jsii.String(p + "-observer-lag"),
+		AlarmDescription:   jsii.String(fmt.Sprintf("observer p99 lag behind committed heads above %s for 15 minutes: notifications lost or observer failing", ObserveLagAlarmThreshold)),
+		Metric:             plain("observer", "ObserveLagMs", "p99"),
+		Threshold:          jsii.Number(float64(ObserveLagAlarmThreshold.Milliseconds())),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(3),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	if c.AlarmTopic != nil {
+		action := awscloudwatchactions.NewSnsAction(c.AlarmTopic)
+		lagAlarm.AddAlarmAction(action)
+		lagAlarm.AddOkAction(action)
+	}
+	alarms = append(alarms, lagAlarm)
+
 	graph := func(title string, ms []awscloudwatch.IMetric) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &ms, Width: jsii.Number(8), Height: jsii.Number(6)})
 	}
@@ -131,12 +167,15 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 	dash.AddWidgets(
 		graph("Function concurrent executions", conc),
 		coordGraph("Heads observed / events absorbed", "HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed"),
-		coordGraph("Tasks: enqueued, stale results, cutovers, leases lost", "TasksEnqueued", "StaleResultsDropped", "CutoversAccepted", "LeaseLost"),
+		coordGraph("Tasks: enqueued, stale, rejected, cutovers, leases lost", "TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost"),
 	)
 	dash.AddWidgets(
-		coordGraph("GC: objects deleted, deferred (by Reason)", "ObjectsDeleted", "GCDeferred"),
+		coordGraph("GC: deleted, deferred (by Reason), refused", "ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused"),
+		graph("Observer lag behind commits; compaction task wait (ms)", []awscloudwatch.IMetric{
+			lag("observer", "ObserveLagMs", "p99"), lag("observer", "ObserveLagMs", "Maximum"), lag("compaction", "TaskWaitMs", "p99"),
+		}),
 		awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
-			Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(16), Height: jsii.Number(6),
+			Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(8), Height: jsii.Number(6),
 		}),
 	)
 }

@@ -99,7 +99,15 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 			check(t, "no topic", func() { s.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0)) })
 		}
 		check(t, "alarm count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions))))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+1)))
+		})
+		check(t, "observer lag alarm", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
+				"Namespace", "BCC", "MetricName", "ObserveLagMs", "ExtendedStatistic", "p99",
+				"Dimensions", []any{m("Name", "Function", "Value", "observer")},
+				"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(ObserveLagAlarmThreshold.Milliseconds()),
+				"EvaluationPeriods", float64(3), "AlarmActions", actions,
+			))
 		})
 		for _, q := range d.Queues {
 			check(t, q.Class+" DLQ alarm", func() {

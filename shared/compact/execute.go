@@ -122,6 +122,7 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 		return Result{}, fmt.Errorf("%w: %s (task %s)", ErrUnsupported, task.Kind, task.TaskID)
 	}
 	started := e.now()
+	e.metrics.Duration("TaskWaitMs", started.Sub(time.UnixMilli(task.EnqueuedAtUnixMs)))
 	ls, err := e.leases.Acquire(ctx, task, holder, started, e.cfg.LeaseDuration)
 	switch {
 	case errors.Is(err, lease.ErrDone):

@@ -132,8 +132,15 @@ func sumEMF(lines string) map[string]float64 {
 		metricsDefs, _ := def["Metrics"].([]any)
 		for _, m := range metricsDefs {
 			name := m.(map[string]any)["Name"].(string)
-			if v, ok := line[name].(float64); ok {
+			switch v := line[name].(type) {
+			case float64:
 				out[fn+"."+name+suffix] += v
+			case []any: // a duration's observations: keep the maximum
+				for _, x := range v {
+					if f, ok := x.(float64); ok {
+						out[fn+"."+name+".max"] = max(out[fn+"."+name+".max"], f)
+					}
+				}
 			}
 		}
 	}

@@ -18,13 +18,33 @@ type Recorder struct {
 	mu       sync.Mutex
 	function string
 	counts   map[key]float64
+	timings  map[string][]float64 // milliseconds, flushed as EMF value arrays
 }
 
 type key struct{ name, dimName, dimValue string }
 
 // New returns a recorder for one function.
 func New(function string) *Recorder {
-	return &Recorder{function: function, counts: map[key]float64{}}
+	return &Recorder{function: function, counts: map[key]float64{}, timings: map[string][]float64{}}
+}
+
+// Duration records one observation of a duration metric (e.g. how far the
+// observer lags behind a commit). CloudWatch keeps the distribution, so
+// dashboards and alarms can use p99 and max.
+func (r *Recorder) Duration(name string, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.timings[name] = append(r.timings[name], float64(d.Microseconds())/1000)
+	r.mu.Unlock()
+}
+
+// Durations returns the recorded observations of name (for tests).
+func (r *Recorder) Durations(name string) []float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.timings[name])
 }
 
 // Add adds v to name.
@@ -62,16 +82,22 @@ func (r *Recorder) Counts() map[string]float64 {
 // Flush writes one EMF line per dimension set and resets the counters.
 func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 	r.mu.Lock()
-	counts := r.counts
-	r.counts = map[key]float64{}
+	counts, timings := r.counts, r.timings
+	r.counts, r.timings = map[key]float64{}, map[string][]float64{}
 	r.mu.Unlock()
-	groups := map[string]map[string]float64{}
+	groups := map[string]map[string]any{}
 	for k, v := range counts {
 		g := k.dimName + "=" + k.dimValue
 		if groups[g] == nil {
-			groups[g] = map[string]float64{}
+			groups[g] = map[string]any{}
 		}
 		groups[g][k.name] = v
+	}
+	for name, vs := range timings {
+		if groups["="] == nil {
+			groups["="] = map[string]any{}
+		}
+		groups["="][name] = vs
 	}
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		if err := r.writeLine(w, now, g, groups[g]); err != nil {
@@ -81,7 +107,7 @@ func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 	return nil
 }
 
-func (r *Recorder) writeLine(w io.Writer, now time.Time, group string, vals map[string]float64) error {
+func (r *Recorder) writeLine(w io.Writer, now time.Time, group string, vals map[string]any) error {
 	dims := []string{"Function"}
 	line := map[string]any{"Function": r.function}
 	if dimName, dimValue, _ := cut(group); dimName != "" {
@@ -90,7 +116,11 @@ func (r *Recorder) writeLine(w io.Writer, now time.Time, group string, vals map[
 	}
 	var defs []map[string]string
 	for _, name := range slices.Sorted(maps.Keys(vals)) {
-		defs = append(defs, map[string]string{"Name": name, "Unit": "Count"})
+		unit := "Count"
+		if _, ok := vals[name].([]float64); ok {
+			unit = "Milliseconds"
+		}
+		defs = append(defs, map[string]string{"Name": name, "Unit": unit})
 		line[name] = vals[name]
 	}
 	line["_aws"] = map[string]any{

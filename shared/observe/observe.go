@@ -187,6 +187,7 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 		}
 	}
 	o.metrics.Add("HeadsObserved", 1)
+	o.metrics.Duration("ObserveLagMs", now.Sub(time.UnixMilli(root.CommitTsUnixMs)))
 	o.metrics.Add("TasksEnqueued", float64(len(res.Tasks)))
 	o.log.Info("head observed", "collection", collection, "version", head.Version, "previous", prev.Version, "tasks", len(res.Tasks),
 		"gc_objects", st.Debt.GCObjects, "compaction_due", st.Debt.CompactionDue)

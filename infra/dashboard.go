@@ -83,6 +83,15 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 			main.MetricApproximateAgeOfOldestMessage(am), th.Seconds())
 	}
 
+	{
+		am := &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}
+		alarm("ObserverFailuresAlarm", p+"-observer-failures-not-empty",
+			"head notifications failed every invocation attempt and went to "+c.Definition.Bucket.NotifyFailureQueue+": inspect (malformed or unverifiable head?); reconciliation repairs the observed state",
+			c.NotifyFailures.MetricApproximateNumberOfMessagesVisible(am), 0)
+		dlqDepth = append(dlqDepth, c.NotifyFailures.MetricApproximateNumberOfMessagesVisible(
+			&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum"), Label: jsii.String("observer failures")}))
+	}
+
 	var errs, dur, throttles, conc []awscloudwatch.IMetric
 	for _, f := range c.Definition.Functions {
 		fn := c.Functions[f.Name]

@@ -14,9 +14,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3notifications"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/searchfabric/bcc/shared/resources"
@@ -170,6 +172,21 @@ func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
 	c.Bucket.AddEventNotification(awss3.EventType_OBJECT_CREATED,
 		awss3notifications.NewLambdaDestination(c.Functions[b.NotifyFunction]),
 		&awss3.NotificationKeyFilter{Prefix: jsii.String(b.NotifyPrefix), Suffix: jsii.String(b.NotifySuffix)})
+
+	// A head notification whose invocation fails every attempt (Lambda
+	// retries asynchronous invocations twice) goes to a queue instead of
+	// vanishing: an alarm fires on it, and reconciliation repairs the state.
+	c.NotifyFailures = awssqs.NewQueue(c.Stack, jsii.String("ObserverFailuresQueue"), &awssqs.QueueProps{
+		QueueName:       jsii.String(b.NotifyFailureQueue),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	c.Functions[b.NotifyFunction].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		OnFailure:     awslambdadestinations.NewSqsDestination(c.NotifyFailures),
+		RetryAttempts: jsii.Number(2),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
+	})
 
 	// Periodic reconciliation: the observer re-reads heads without an event,
 	// repairing lost or reordered notifications.

@@ -124,6 +124,8 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 			switch f.Name {
 			case resources.FnObserver:
 				allow([]string{"s3:GetObject"}, heads, manifests)
+				// the on-failure destination (CDK's grant for a Lambda destination queue)
+				allow([]string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}, getAtt(s.id(t, "ObserverFailuresQueue"), "Arn"))
 				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueCompaction), queue(resources.QueueGC))
 			case resources.FnCompaction:

@@ -99,7 +99,7 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 			check(t, "no topic", func() { s.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0)) })
 		}
 		check(t, "alarm count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+1)))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+2)))
 		})
 		check(t, "observer lag alarm", func() {
 			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(

@@ -31,6 +31,8 @@ const (
 		"notification configuration) writes its own logs through AWSLambdaBasicExecutionRole; CDK creates that role and offers no way to replace the managed policy."
 	ReasonAccessLogBucket = "S1: this is the server access log destination of the data bucket; logging it to another bucket " +
 		"would only move the finding (or loop)."
+	ReasonFailureDestination = "SQS3: this queue is itself the terminal failure destination of the observer's asynchronous invocations " +
+		"(Lambda on-failure destination); nothing consumes it automatically, an alarm fires when it is not empty, so it has no DLQ of its own."
 )
 
 // addSuppressions records the findings this design accepts, each with the
@@ -61,6 +63,10 @@ func addSuppressions(c *Coordinator) error {
 	cdknag.NagSuppressions_AddResourceSuppressions(handler, &[]*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-IAM4"), Reason: jsii.String(ReasonNotificationsHandlerManagedPolicy),
 		AppliesTo: &[]interface{}{"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"},
+	}}, jsii.Bool(true))
+
+	cdknag.NagSuppressions_AddResourceSuppressions(c.NotifyFailures, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-SQS3"), Reason: jsii.String(ReasonFailureDestination),
 	}}, jsii.Bool(true))
 
 	if c.LogBucket != nil {

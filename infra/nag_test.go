@@ -52,6 +52,7 @@ func TestSuppressionsAreTheDocumentedOnes(t *testing.T) {
 		"AwsSolutions-IAM5": ReasonObjectKeyWildcards,
 		"AwsSolutions-IAM4": ReasonNotificationsHandlerManagedPolicy,
 		"AwsSolutions-S1":   ReasonAccessLogBucket,
+		"AwsSolutions-SQS3": ReasonFailureDestination,
 	}
 	both(t, func(t *testing.T, s *synth) {
 		got := map[string]bool{}
@@ -69,7 +70,7 @@ func TestSuppressionsAreTheDocumentedOnes(t *testing.T) {
 				got[rule+" "+path[:strings.Index(path, "/")]] = true
 			}
 		}
-		want := map[string]bool{"AwsSolutions-IAM4 " + findChildID(s): true}
+		want := map[string]bool{"AwsSolutions-IAM4 " + findChildID(s): true, "AwsSolutions-SQS3 ObserverFailuresQueue": true}
 		for _, f := range s.c.Definition.Functions {
 			want["AwsSolutions-IAM5 "+exportName(f.Name)+"Role"] = true
 		}

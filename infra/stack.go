@@ -110,9 +110,12 @@ type Coordinator struct {
 	Table      awsdynamodb.Table
 	Queues     map[string]awssqs.Queue // by class
 	DLQs       map[string]awssqs.Queue // by class
-	Functions  map[string]awslambda.Function
-	Roles      map[string]awsiam.Role
-	AlarmTopic awssns.ITopic // nil when no alarm destination is configured
+	// NotifyFailures is the observer's on-failure destination: head
+	// notifications whose asynchronous invocations all failed.
+	NotifyFailures awssqs.Queue
+	Functions      map[string]awslambda.Function
+	Roles          map[string]awsiam.Role
+	AlarmTopic     awssns.ITopic // nil when no alarm destination is configured
 }
 
 // NewCoordinatorStack builds the whole product from resources.Default(prefix).

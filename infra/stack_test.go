@@ -73,7 +73,14 @@ func TestQueuesAreFIFOWithFIFODLQs(t *testing.T) {
 	both(t, func(t *testing.T, s *synth) {
 		d := s.c.Definition
 		check(t, "queue count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(float64(2*len(d.Queues))))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(float64(2*len(d.Queues)+1)))
+		})
+		check(t, "observer on-failure destination", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), m("QueueName", d.Bucket.NotifyFailureQueue, "SqsManagedSseEnabled", true))
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventInvokeConfig"), m(
+				"FunctionName", refM(s.id(t, exportName(resources.FnObserver)+"Function")), "MaximumRetryAttempts", float64(2),
+				"DestinationConfig", m("OnFailure", m("Destination", getAttM(s.id(t, "ObserverFailuresQueue"), "Arn"))),
+			))
 		})
 		for _, q := range d.Queues {
 			id := exportName(q.Class)

@@ -30,6 +30,9 @@ type Provisioned struct {
 	Def       resources.Definition
 	QueueURLs map[string]string // by class
 	DLQURLs   map[string]string // by class
+	// FailureQueueURL receives head notifications whose invocations all
+	// failed (the observer's on-failure destination).
+	FailureQueueURL string
 }
 
 // Provision creates def's bucket (with its head notification), tables and
@@ -51,6 +54,12 @@ func Provision(ctx context.Context, c Clients, def resources.Definition, opts Pr
 		}
 		p.QueueURLs[q.Class], p.DLQURLs[q.Class] = main, dlq
 	}
+	out, err := c.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(def.Bucket.NotifyFailureQueue),
+		Attributes: map[string]string{"MessageRetentionPeriod": strconv.Itoa(14 * 24 * 3600)}})
+	if err != nil {
+		return p, fmt.Errorf("create queue %s: %w", def.Bucket.NotifyFailureQueue, err)
+	}
+	p.FailureQueueURL = aws.ToString(out.QueueUrl)
 	return p, nil
 }
 
@@ -131,8 +140,11 @@ func provisionQueue(ctx context.Context, c *sqs.Client, q resources.Queue, opts 
 	return aws.ToString(dlq.QueueUrl), aws.ToString(main.QueueUrl), nil
 }
 
-// MapQueues starts the event source mappings def declares.
+// MapQueues starts the event source mappings def declares and routes the
+// notified function's exhausted asynchronous invocations to the failure
+// queue, as the deployed stack's on-failure destination does.
 func (s *Stack) MapQueues(p Provisioned) {
+	s.SetAsyncFailureQueue(p.FailureQueueURL)
 	for _, q := range p.Def.Queues {
 		s.MapQueue(Mapping{QueueURL: p.QueueURLs[q.Class], Function: q.Consumer, BatchSize: q.BatchSize, MaxConcurrency: min(q.MaxConcurrency, 4)})
 	}

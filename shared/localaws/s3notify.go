@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // notificationConfiguration is the subset of S3's NotificationConfiguration
@@ -67,14 +69,15 @@ type HeldEvent struct {
 }
 
 type notifier struct {
-	s        *Stack
-	mu       sync.Mutex
-	configs  map[string]notificationConfiguration // by bucket
-	raw      map[string][]byte
-	seq      uint64
-	inflight int
-	held     []HeldEvent
-	failed   []HeldEvent
+	s            *Stack
+	mu           sync.Mutex
+	configs      map[string]notificationConfiguration // by bucket
+	raw          map[string][]byte
+	seq          uint64
+	inflight     int
+	held         []HeldEvent
+	failed       []HeldEvent
+	failureQueue string // on-failure destination of exhausted async invocations
 }
 
 func newNotifier(s *Stack) *notifier {
@@ -262,6 +265,7 @@ func (n *notifier) deliver(ev HeldEvent) {
 	go func() {
 		defer n.s.wg.Done()
 		defer func() { n.mu.Lock(); n.inflight--; n.mu.Unlock() }()
+		var lastErr error
 		for attempt := 0; attempt < 3; attempt++ {
 			if attempt > 0 {
 				select {
@@ -274,12 +278,49 @@ func (n *notifier) deliver(ev HeldEvent) {
 			if err == nil {
 				return
 			}
+			lastErr = err
 			n.s.log.Warn("async invoke failed", "function", ev.Function, "attempt", attempt+1, "err", err)
 		}
 		n.mu.Lock()
 		n.failed = append(n.failed, ev)
+		dest := n.failureQueue
 		n.mu.Unlock()
+		if dest != "" {
+			n.sendToDestination(dest, ev, lastErr)
+		}
 	}()
+}
+
+// SetAsyncFailureQueue makes exhausted asynchronous invocations go to the
+// queue at url as Lambda on-failure destination records.
+func (s *Stack) SetAsyncFailureQueue(url string) {
+	s.notify.mu.Lock()
+	s.notify.failureQueue = url
+	s.notify.mu.Unlock()
+}
+
+// sendToDestination writes Lambda's on-failure destination record.
+func (n *notifier) sendToDestination(url string, ev HeldEvent, invokeErr error) {
+	msg := ""
+	if invokeErr != nil {
+		msg = invokeErr.Error()
+	}
+	record := map[string]any{
+		"version": "1.0", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+		"requestContext": map[string]any{"requestId": fmt.Sprintf("local-%d", time.Now().UnixNano()), "functionArn": FunctionARN(ev.Function) + ":$LATEST",
+			"condition": "RetriesExhausted", "approximateInvokeCount": 3},
+		"requestPayload":  json.RawMessage(ev.Payload),
+		"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+		"responsePayload": map[string]any{"errorMessage": msg, "errorType": "error"},
+	}
+	body, err := json.Marshal(record)
+	if err != nil {
+		return
+	}
+	client := n.s.internalClients().SQS
+	if _, err := client.SendMessage(context.WithoutCancel(n.s.ctx), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body))}); err != nil {
+		n.s.log.Error("on-failure destination send failed", "queue", url, "err", err)
+	}
 }
 
 // TakeS3Events returns and clears the held S3 notifications.

@@ -268,3 +268,40 @@ func TestUpstreamProxyKeepsEventDelivery(t *testing.T) {
 		t.Fatalf("queue not created upstream: %v", err)
 	}
 }
+
+// An S3 notification whose asynchronous invocation fails every attempt goes
+// to the on-failure destination queue in Lambda's destination record shape:
+// no head event is lost silently.
+func TestExhaustedNotificationGoesToFailureDestination(t *testing.T) {
+	s, c, p := startStack(t, false)
+	ctx := context.Background()
+	var calls atomic.Int32
+	s.RegisterFunction(resources.FnObserver, func(ctx context.Context, ev events.S3Event) error {
+		calls.Add(1)
+		return errors.New("head not usable")
+	}, time.Second)
+	s.SetAsyncFailureQueue(p.FailureQueueURL)
+	if _, err := awsio.NewBucket(c.S3, p.Def.Bucket.Name).Put(ctx, "collections/c1/manifest_committed_head.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(p.FailureQueueURL), WaitTimeSeconds: 5})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("no destination record: %v %+v", err, out)
+	}
+	var rec struct {
+		RequestContext struct {
+			Condition string `json:"condition"`
+		} `json:"requestContext"`
+		RequestPayload  events.S3Event `json:"requestPayload"`
+		ResponsePayload struct {
+			ErrorMessage string `json:"errorMessage"`
+		} `json:"responsePayload"`
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(out.Messages[0].Body)), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 3 || rec.RequestContext.Condition != "RetriesExhausted" || rec.ResponsePayload.ErrorMessage != "head not usable" ||
+		rec.RequestPayload.Records[0].S3.Object.URLDecodedKey != "collections/c1/manifest_committed_head.json" {
+		t.Fatalf("invocations %d, record %+v", calls.Load(), rec)
+	}
+}

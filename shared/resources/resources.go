@@ -43,6 +43,10 @@ type Bucket struct {
 	NotifyPrefix   string
 	NotifySuffix   string
 	NotifyFunction string
+	// NotifyFailureQueue is the standard queue that receives a head
+	// notification whose asynchronous invocation failed every attempt
+	// (Lambda's on-failure destination), so no head event is lost silently.
+	NotifyFailureQueue string
 }
 
 // Table is the coordinator's DynamoDB table. Everything in it is disposable.
@@ -112,8 +116,9 @@ func Default(prefix string) Definition {
 		}
 	}
 	return Definition{
-		Prefix:   prefix,
-		Bucket:   Bucket{Name: prefix + "-data", NotifyPrefix: contract.CollectionsPrefix, NotifySuffix: contract.HeadSuffix, NotifyFunction: FnObserver},
+		Prefix: prefix,
+		Bucket: Bucket{Name: prefix + "-data", NotifyPrefix: contract.CollectionsPrefix, NotifySuffix: contract.HeadSuffix, NotifyFunction: FnObserver,
+			NotifyFailureQueue: prefix + "-observer-failures"},
 		Table:    Table{Name: prefix + "-coordinator", PartitionKey: "pk", SortKey: "sk", TTLAttribute: "expires_at"},
 		CCSTable: Table{Name: prefix + "-standin-ccs", PartitionKey: "pk", SortKey: "sk"},
 		Queues: []Queue{

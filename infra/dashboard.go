@@ -92,6 +92,15 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 			&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum"), Label: jsii.String("observer failures")}))
 	}
 
+	// GC refusing a collection (unknown manifest field, checksum mismatch,
+	// missing retained root, unreadable CCS facts) stops its GC: debt grows
+	// until an operator looks. The per-function total of GCRefused (EMF
+	// declares it beside the per-Reason series) alarms on any refusal.
+	alarm("GCRefusedAlarm", p+"-gc-refused",
+		"GC refused to delete for a collection whose lineage it cannot fully trust (see the Reason dimension and the gc logs); it deletes nothing there until fixed",
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String("GCRefused"),
+			DimensionsMap: &map[string]*string{"Function": jsii.String("gc")}, Statistic: jsii.String("Sum"), Period: five}), 0)
+
 	var errs, dur, throttles, conc []awscloudwatch.IMetric
 	for _, f := range c.Definition.Functions {
 		fn := c.Functions[f.Name]

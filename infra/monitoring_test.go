@@ -99,7 +99,14 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 			check(t, "no topic", func() { s.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0)) })
 		}
 		check(t, "alarm count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+2)))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+3)))
+		})
+		check(t, "gc refused alarm", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
+				"Namespace", "BCC", "MetricName", "GCRefused", "Statistic", "Sum",
+				"Dimensions", []any{m("Name", "Function", "Value", "gc")},
+				"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(0), "AlarmActions", actions,
+			))
 		})
 		check(t, "observer lag alarm", func() {
 			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(

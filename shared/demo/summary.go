@@ -123,7 +123,7 @@ func sumEMF(lines string) map[string]float64 {
 		dims, _ := def["Dimensions"].([]any)
 		suffix := ""
 		if len(dims) > 0 {
-			for _, d := range dims[0].([]any) {
+			for _, d := range dims[len(dims)-1].([]any) {
 				if name := d.(string); name != "Function" {
 					suffix = "|" + name + "=" + toString(line[name])
 				}

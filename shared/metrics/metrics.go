@@ -108,10 +108,13 @@ func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 }
 
 func (r *Recorder) writeLine(w io.Writer, now time.Time, group string, vals map[string]any) error {
-	dims := []string{"Function"}
+	// A metric with a dimension (e.g. GCDeferred by Reason) is also
+	// declared on Function alone, so CloudWatch keeps the per-function
+	// total that alarms need (alarms cannot SEARCH across dimension values).
+	dimSets := [][]string{{"Function"}}
 	line := map[string]any{"Function": r.function}
 	if dimName, dimValue, _ := cut(group); dimName != "" {
-		dims = append(dims, dimName)
+		dimSets = append(dimSets, []string{"Function", dimName})
 		line[dimName] = dimValue
 	}
 	var defs []map[string]string
@@ -126,7 +129,7 @@ func (r *Recorder) writeLine(w io.Writer, now time.Time, group string, vals map[
 	line["_aws"] = map[string]any{
 		"Timestamp": now.UnixMilli(),
 		"CloudWatchMetrics": []map[string]any{{
-			"Namespace": Namespace, "Dimensions": [][]string{dims}, "Metrics": defs,
+			"Namespace": Namespace, "Dimensions": dimSets, "Metrics": defs,
 		}},
 	}
 	b, err := json.Marshal(line)

@@ -35,8 +35,8 @@ func TestFlushWritesEMF(t *testing.T) {
 	if len(lag) != 2 || lag[0] != 1500.0 || !strings.Contains(lines[0], `"Unit":"Milliseconds"`) || !strings.Contains(lines[0], `"Namespace":"BCC"`) {
 		t.Fatalf("duration not an EMF value array in ms: %s", lines[0])
 	}
-	if dim["Reason"] != "watermark" || dim["GCDeferred"] != 3.0 {
-		t.Fatalf("dimension line %s", lines[1])
+	if dim["Reason"] != "watermark" || dim["GCDeferred"] != 3.0 || !strings.Contains(lines[1], `"Dimensions":[["Function"],["Function","Reason"]]`) {
+		t.Fatalf("dimension line %s (want the per-function total declared too)", lines[1])
 	}
 	b.Reset()
 	_ = r.Flush(&b, time.UnixMilli(2000))

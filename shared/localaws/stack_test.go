@@ -305,3 +305,68 @@ func TestExhaustedNotificationGoesToFailureDestination(t *testing.T) {
 		t.Fatalf("invocations %d, record %+v", calls.Load(), rec)
 	}
 }
+
+// The stack's SQS endpoint (the same sqsd the stack mounts) through the
+// real SDK: FIFO order within a group, a group blocked while one of its
+// messages is in flight while another group is served, deduplication,
+// ChangeMessageVisibility, approximate counts and AWS's error for a missing
+// group id. (shared/localaws/sqsd's own tests cover the rest, including the
+// 5-minute window on an injected clock.)
+func TestStackSQSFIFOSemantics(t *testing.T) {
+	_, c, p := startStack(t, false)
+	ctx := context.Background()
+	url := aws.String(p.QueueURLs[resources.QueueCompaction])
+	send := func(group, dedup string) {
+		t.Helper()
+		if _, err := c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(group + "/" + dedup),
+			MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(dedup)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("a", "a1")
+	send("a", "a2")
+	send("b", "b1")
+	send("a", "a1") // duplicate within the window: accepted, not enqueued
+	if _, err := c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("x"), MessageDeduplicationId: aws.String("x")}); err == nil ||
+		!strings.Contains(err.Error(), "MissingParameter") {
+		t.Fatalf("FIFO send without a group id: %v, want MissingParameter", err)
+	}
+	recv := func() []sqstypes.Message {
+		t.Helper()
+		out, err := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Messages
+	}
+	first := recv()
+	if len(first) != 1 || aws.ToString(first[0].Body) != "a/a1" {
+		t.Fatalf("first receive %v, want a/a1", first)
+	}
+	// a is blocked while a1 is in flight; b is served.
+	second := recv()
+	if len(second) != 1 || aws.ToString(second[0].Body) != "b/b1" {
+		t.Fatalf("second receive %v, want b/b1 (group a blocked)", second)
+	}
+	if got := recv(); len(got) != 0 {
+		t.Fatalf("third receive %v, want nothing: a blocked, b in flight", got)
+	}
+	attrs, err := c.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: url, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	if err != nil || attrs.Attributes["ApproximateNumberOfMessages"] != "1" || attrs.Attributes["ApproximateNumberOfMessagesNotVisible"] != "2" {
+		t.Fatalf("counts %v (err %v), want 1 visible and 2 in flight (the duplicate was not enqueued)", attrs.Attributes, err)
+	}
+	// Releasing a1 (visibility 0) makes it, not a2, the next of group a.
+	if _, err := c.SQS.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: first[0].ReceiptHandle, VisibilityTimeout: 0}); err != nil {
+		t.Fatal(err)
+	}
+	again := recv()
+	if len(again) != 1 || aws.ToString(again[0].Body) != "a/a1" {
+		t.Fatalf("after release %v, want a/a1 again", again)
+	}
+	if _, err := c.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: again[0].ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	if next := recv(); len(next) != 1 || aws.ToString(next[0].Body) != "a/a2" {
+		t.Fatalf("after deleting a1 %v, want a/a2", next)
+	}
+}

@@ -118,7 +118,7 @@ var ErrUnsupported = errors.New("unsupported task kind")
 
 // Run executes task as holder.
 func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (Result, error) {
-	if task.Kind != contract.KindCompaction {
+	if task.Kind != contract.KindCompaction && task.Kind != contract.KindLifecycleTransition {
 		return Result{}, fmt.Errorf("%w: %s (task %s)", ErrUnsupported, task.Kind, task.TaskID)
 	}
 	started := e.now()
@@ -135,7 +135,11 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 	case err != nil:
 		return Result{}, err
 	}
-	res, err := e.run(ctx, task, ls, started)
+	run := e.run
+	if task.Kind == contract.KindLifecycleTransition {
+		run = e.runTransition
+	}
+	res, err := run(ctx, task, ls, started)
 	res.Lease = ls
 	switch {
 	case errors.Is(err, lease.ErrLost):
@@ -169,7 +173,7 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 }
 
 func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time) (Result, error) {
-	if reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
+	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
 		return Result{Outcome: OutcomeStale, Reason: reason}, err
 	}
 	key := contract.ManifestKey(task.Collection, task.BaseManifestVersion, task.BaseManifestChecksum)
@@ -209,7 +213,7 @@ func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Leas
 	if _, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration); err != nil {
 		return res, err
 	}
-	if reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
+	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
 		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+reason
 		return res, err
 	}
@@ -237,30 +241,32 @@ func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Leas
 
 // revalidate returns a non-empty reason when the task is stale: the head is
 // no longer its base (version and checksum) or the CCS facts it carried
-// changed.
-func (e *Executor) revalidate(ctx context.Context, task contract.Task) (string, error) {
+// changed. It returns the facts it read (zero without a CCS).
+func (e *Executor) revalidate(ctx context.Context, task contract.Task) (contract.CollectionFacts, string, error) {
+	var f contract.CollectionFacts
 	if e.cfg.Guards.BaseRevalidation {
 		head, err := e.lin.Head(ctx, task.Collection)
 		if err != nil {
-			return "", fmt.Errorf("revalidate %s: %w", task.TaskID, err)
+			return f, "", fmt.Errorf("revalidate %s: %w", task.TaskID, err)
 		}
 		if head.Version != task.BaseManifestVersion || head.ManifestChecksum != task.BaseManifestChecksum {
-			return fmt.Sprintf("head is v%d %s, task is based on v%d %s", head.Version, head.ManifestChecksum, task.BaseManifestVersion, task.BaseManifestChecksum), nil
+			return f, fmt.Sprintf("head is v%d %s, task is based on v%d %s", head.Version, head.ManifestChecksum, task.BaseManifestVersion, task.BaseManifestChecksum), nil
 		}
 	}
 	if e.facts != nil {
-		f, err := e.facts.Facts(ctx, task.Collection)
+		var err error
+		f, err = e.facts.Facts(ctx, task.Collection)
 		if err != nil {
-			return "", fmt.Errorf("revalidate %s: read CCS facts: %w", task.TaskID, err)
+			return f, "", fmt.Errorf("revalidate %s: read CCS facts: %w", task.TaskID, err)
 		}
 		if f.FactsVersion != task.CCSFactsVersion {
-			return fmt.Sprintf("CCS facts are v%d, task carried v%d", f.FactsVersion, task.CCSFactsVersion), nil
+			return f, fmt.Sprintf("CCS facts are v%d, task carried v%d", f.FactsVersion, task.CCSFactsVersion), nil
 		}
 		if f.Tombstoned {
-			return "collection is tombstoned", nil
+			return f, "collection is tombstoned", nil
 		}
 	}
-	return "", nil
+	return f, "", nil
 }
 
 // merge streams the job's inputs into outputs under the task's keys,

@@ -19,6 +19,16 @@ type Lifecycle struct {
 	TransitionToTier  string `json:"transition_to_tier,omitempty"`
 }
 
+// TransitionCutoff returns the cutoff of a lifecycle tier transition at
+// nowMs: objects not in TransitionToTier whose maximum timestamp is <= the
+// cutoff are due. ok is false when the policy has no transition.
+func (l Lifecycle) TransitionCutoff(nowMs int64) (cutoffMs int64, ok bool) {
+	if l.TransitionAfterMs <= 0 || !ValidTier(l.TransitionToTier) {
+		return 0, false
+	}
+	return nowMs - l.TransitionAfterMs, true
+}
+
 // CollectionFacts are the CCS scheduling facts for one collection. FactsVersion
 // increases whenever any fact changes; tasks pin it.
 type CollectionFacts struct {
@@ -39,6 +49,8 @@ func (f *CollectionFacts) validate() error {
 		return invalid("collection %q is not a valid collection name", f.Collection)
 	case f.Lifecycle.RetentionMs < 0 || f.Lifecycle.TransitionAfterMs < 0:
 		return invalid("lifecycle durations must be >= 0")
+	case f.Lifecycle.TransitionAfterMs > 0 && !ValidTier(f.Lifecycle.TransitionToTier):
+		return invalid("lifecycle transition_to_tier %q is not hot|warm|cold", f.Lifecycle.TransitionToTier)
 	}
 	return nil
 }

@@ -30,9 +30,10 @@ func examples() map[string]any {
 	parentSum := contract.Checksum([]byte("root v7"))
 	root := contract.Manifest{SchemaVersion: 1, Collection: "orders", Version: 8, ParentVersion: 7,
 		ParentKey: contract.ManifestKey("orders", 7, parentSum), ParentChecksum: parentSum, CommitTsUnixMs: 1764400095000, NextSeq: 2001,
-		Origin:  contract.Origin{Kind: contract.OriginAppend},
-		Change:  contract.Change{Added: []contract.ObjectEntry{part.Objects[1]}, Removed: []contract.ObjectEntry{}},
-		Parts:   []contract.PartRef{{Key: contract.PartKey("orders", 7, partSum), Checksum: partSum, ObjectCount: 2, Bytes: 96426, FirstKey: part.Objects[0].Key, LastKey: part.Objects[1].Key}},
+		Origin: contract.Origin{Kind: contract.OriginAppend},
+		Change: contract.Change{Added: []contract.ObjectEntry{part.Objects[1]}, Removed: []contract.ObjectEntry{}},
+		Parts: []contract.PartRef{{Key: contract.PartKey("orders", 7, partSum), Checksum: partSum, ObjectCount: 2, Bytes: 96426, FirstKey: part.Objects[0].Key, LastKey: part.Objects[1].Key,
+			MinObjectMaxTsUnixMs: 1764400090000, Tiers: []string{contract.TierHot}}},
 		Summary: contract.Summary{Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24, Levels: []contract.LevelSummary{{Level: 0, Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24}}}}
 	rootBody, _ := contract.Encode(root)
 	rootSum := contract.Checksum(rootBody)

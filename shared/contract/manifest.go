@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -76,7 +77,7 @@ func (o *ObjectEntry) check(collection string) error {
 		return invalid("object %q has negative or inconsistent size/counts", o.Key)
 	case !validChecksum(o.Checksum):
 		return invalid("object %q checksum %q is not sha256:<64 hex>", o.Key, o.Checksum)
-	case o.Tier != TierHot && o.Tier != TierWarm && o.Tier != TierCold:
+	case !ValidTier(o.Tier):
 		return invalid("object %q tier %q is not hot|warm|cold", o.Key, o.Tier)
 	case o.Level < 0 || o.Level > MaxLevel:
 		return invalid("object %q level %d is not 0..%d", o.Key, o.Level, MaxLevel)
@@ -96,6 +97,54 @@ type PartRef struct {
 	Bytes       int64  `json:"bytes"`
 	FirstKey    string `json:"first_key"`
 	LastKey     string `json:"last_key"`
+	// MinObjectMaxTsUnixMs is the minimum over the part's objects of
+	// MaxTsUnixMs and Tiers the sorted distinct tiers of its objects: with
+	// them, objects due for a lifecycle tier transition are found from the
+	// root alone (only parts that may hold one are read).
+	MinObjectMaxTsUnixMs int64    `json:"min_object_max_ts_unix_ms"`
+	Tiers                []string `json:"tiers"`
+}
+
+// PartStats computes a part reference's lifecycle fields from its objects.
+func PartStats(objs []ObjectEntry) (minObjectMaxTs int64, tiers []string) {
+	for i, o := range objs {
+		if i == 0 || o.MaxTsUnixMs < minObjectMaxTs {
+			minObjectMaxTs = o.MaxTsUnixMs
+		}
+		if !slices.Contains(tiers, o.Tier) {
+			tiers = append(tiers, o.Tier)
+		}
+	}
+	slices.Sort(tiers)
+	return minObjectMaxTs, tiers
+}
+
+// TransitionDue reports whether the part may hold an object due for a
+// lifecycle transition to tier at cutoff: an object in another tier whose
+// maximum timestamp is <= cutoffMs (now - transition_after_ms).
+func (p PartRef) TransitionDue(tier string, cutoffMs int64) bool {
+	return p.MinObjectMaxTsUnixMs <= cutoffMs && slices.ContainsFunc(p.Tiers, func(t string) bool { return t != tier })
+}
+
+// TransitionDue reports whether the object is due for a lifecycle
+// transition to tier at cutoff (now - transition_after_ms).
+func (o *ObjectEntry) TransitionDue(tier string, cutoffMs int64) bool {
+	return o.Tier != tier && o.MaxTsUnixMs <= cutoffMs
+}
+
+// ValidTier reports whether t is a data tier.
+func ValidTier(t string) bool { return t == TierHot || t == TierWarm || t == TierCold }
+
+func checkTiers(tiers []string) bool {
+	if len(tiers) == 0 {
+		return false
+	}
+	for i, t := range tiers {
+		if !ValidTier(t) || i > 0 && tiers[i-1] >= t {
+			return false
+		}
+	}
+	return true
 }
 
 // Change is what a version added to and removed from its parent's object set.
@@ -205,6 +254,8 @@ func (m *Manifest) validate() error {
 			return invalid("part %d is empty or has first_key > last_key", i)
 		case i > 0 && m.Parts[i-1].LastKey >= p.FirstKey:
 			return invalid("part %d overlaps or is out of order with part %d", i, i-1)
+		case !checkTiers(p.Tiers):
+			return invalid("part %d tiers %q are not a non-empty sorted set of hot|warm|cold", i, p.Tiers)
 		}
 		count += int64(p.ObjectCount)
 	}
@@ -274,6 +325,9 @@ func DecodePart(ref PartRef, b []byte) (Part, error) {
 	n := len(p.Objects)
 	if n != ref.ObjectCount || p.Objects[0].Key != ref.FirstKey || p.Objects[n-1].Key != ref.LastKey {
 		return p, &DecodeError{Doc: "manifest part", Where: ref.Key, Reason: fmt.Sprintf("part holds %d objects [%s, %s], root pins %d [%s, %s]", n, p.Objects[0].Key, p.Objects[n-1].Key, ref.ObjectCount, ref.FirstKey, ref.LastKey), Err: ErrInvalid}
+	}
+	if minTs, tiers := PartStats(p.Objects); minTs != ref.MinObjectMaxTsUnixMs || !slices.Equal(tiers, ref.Tiers) {
+		return p, &DecodeError{Doc: "manifest part", Where: ref.Key, Reason: fmt.Sprintf("part objects have min max_ts %d and tiers %q, root pins %d and %q", minTs, tiers, ref.MinObjectMaxTsUnixMs, ref.Tiers), Err: ErrInvalid}
 	}
 	return p, nil
 }

@@ -63,6 +63,8 @@ func (t *Task) validate() error {
 		return invalid("base_manifest_version must be >= 1")
 	case !validChecksum(t.BaseManifestChecksum):
 		return invalid("base_manifest_checksum %q is not sha256:<64 hex>", t.BaseManifestChecksum)
+	case t.Kind == KindLifecycleTransition && t.SweepUnixMs <= 0:
+		return invalid("a lifecycle_transition task needs sweep_unix_ms (the time its due objects are judged at)")
 	case t.TaskID != sweepTaskID(t.Kind, t.Collection, t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion, t.SweepUnixMs):
 		return invalid("task_id %q is not the identity of its fields", t.TaskID)
 	}
@@ -94,12 +96,20 @@ func sweepTaskID(kind TaskKind, collection string, version uint64, checksum stri
 // NewSweepTask builds a task that repeats for an unchanged head: its
 // identity includes the sweep time, truncated to a minute so that
 // reconciliations racing within one minute still collapse.
+//
+// A lifecycle_transition task is always a sweep task: its sweep time is the
+// time its due objects are judged at (cutoff = sweep - transition_after_ms),
+// so every attempt of one identity selects the same objects and rewrites
+// them under the same output keys.
 func NewSweepTask(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64, nowMs int64) Task {
 	t := NewTask(kind, collection, version, checksum, factsVersion, nowMs)
-	t.SweepUnixMs = nowMs - nowMs%60000
+	t.SweepUnixMs = SweepMinute(nowMs)
 	t.TaskID = sweepTaskID(kind, collection, version, checksum, factsVersion, t.SweepUnixMs)
 	return t
 }
+
+// SweepMinute truncates nowMs to the minute: the sweep time of a sweep task.
+func SweepMinute(nowMs int64) int64 { return nowMs - nowMs%60000 }
 
 // NewTask builds a task with its identity filled in.
 func NewTask(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64, nowMs int64) Task {

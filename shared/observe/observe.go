@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -65,6 +66,15 @@ type Debt struct {
 	GCDueAtUnixMs   int64 // earliest time any of that debt may become deletable
 	GCSweptAtUnixMs int64 // when a GC sweep last finished (written by GC)
 	TombstoneActive bool
+	// TransitionDue: the CCS lifecycle policy has a tier transition and a
+	// part of the root holds an object in another tier whose maximum
+	// timestamp is at or before now - transition_after_ms (judged from the
+	// root's part references alone). TransitionDueAtUnixMs is the earliest
+	// time any part of another tier becomes due (0: none). Both are derived
+	// from the head and the facts on every observation; they are not part
+	// of the recorded state.
+	TransitionDue         bool
+	TransitionDueAtUnixMs int64
 }
 
 // Config tunes the debt model.
@@ -161,7 +171,7 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 	st := Observed{
 		Collection: collection, Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
 		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion,
-		Debt: o.debt(root, facts),
+		Debt: o.debt(root, facts, now),
 	}
 	prev, err := o.state.Advance(ctx, st)
 	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
@@ -190,7 +200,7 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 	o.metrics.Duration("ObserveLagMs", now.Sub(time.UnixMilli(root.CommitTsUnixMs)))
 	o.metrics.Add("TasksEnqueued", float64(len(res.Tasks)))
 	o.log.Info("head observed", "collection", collection, "version", head.Version, "previous", prev.Version, "tasks", len(res.Tasks),
-		"gc_objects", st.Debt.GCObjects, "compaction_due", st.Debt.CompactionDue)
+		"gc_objects", st.Debt.GCObjects, "compaction_due", st.Debt.CompactionDue, "transition_due", st.Debt.TransitionDue)
 	return res, nil
 }
 
@@ -260,7 +270,7 @@ func (o *Observer) readFacts(ctx context.Context, collection string) (contract.C
 }
 
 // debt derives the debt of one root from its summary and change alone.
-func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts) Debt {
+func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts, now time.Time) Debt {
 	d := Debt{Objects: root.Summary.Objects, Bytes: root.Summary.Bytes, TombstoneActive: facts.Tombstoned}
 	for _, l := range root.Summary.Levels {
 		if l.Level < contract.MaxLevel && l.Objects > d.MaxFanOut {
@@ -275,6 +285,11 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts) 
 	} else {
 		d.CompactionDue = !facts.Tombstoned && (d.MaxFanOut >= int64(o.cfg.MergeFactor) || (d.DeleteDensity >= o.cfg.DeleteDensity && root.Summary.DeleteCount > 0))
 	}
+	if !facts.Tombstoned {
+		// Judged at the sweep minute the task will carry (the executor
+		// selects objects at exactly that time).
+		d.TransitionDueAtUnixMs, d.TransitionDue = transitionDue(root, facts.Lifecycle, contract.SweepMinute(now.UnixMilli()))
+	}
 	for _, r := range root.Change.Removed {
 		d.GCObjects++
 		d.GCBytes += r.Size
@@ -285,13 +300,39 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts) 
 	return d
 }
 
+// transitionDue judges the lifecycle tier transition from the root's part
+// references: a part holding another tier than the target is due once its
+// oldest object (minimum max_ts) is transition_after_ms old. A part mixing
+// tiers may look due when only its target-tier objects are old; the
+// executor then finds nothing to move (one part read, no cutover).
+func transitionDue(root contract.Manifest, lc contract.Lifecycle, nowMs int64) (dueAt int64, due bool) {
+	if _, ok := lc.TransitionCutoff(nowMs); !ok {
+		return 0, false
+	}
+	for _, p := range root.Parts {
+		if !slices.ContainsFunc(p.Tiers, func(t string) bool { return t != lc.TransitionToTier }) {
+			continue
+		}
+		if at := p.MinObjectMaxTsUnixMs + lc.TransitionAfterMs; dueAt == 0 || at < dueAt {
+			dueAt = at
+		}
+	}
+	return dueAt, dueAt != 0 && dueAt <= nowMs
+}
+
 // tasks derives the tasks of a newly observed head. At most one queue is
-// addressed, so enqueuing is one call.
+// addressed, so enqueuing is one call. A due lifecycle transition takes
+// precedence over compaction: both rewrite the same base and only one
+// result per base can be published, so the other would be wasted work;
+// compaction follows from the head the transition produces (and compacting
+// objects about to change tier would be rewritten again by the transition).
 func (o *Observer) tasks(head contract.Head, st Observed, now time.Time) []contract.Task {
 	nowMs := now.UnixMilli()
 	switch {
 	case st.Debt.TombstoneActive:
 		return []contract.Task{contract.NewTask(contract.KindTombstoneCleanup, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
+	case st.Debt.TransitionDue:
+		return []contract.Task{contract.NewSweepTask(contract.KindLifecycleTransition, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
 	case st.Debt.CompactionDue:
 		return []contract.Task{contract.NewTask(contract.KindCompaction, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
 	}

@@ -23,7 +23,8 @@ type ReconcileReport struct {
 // Reconcile re-derives every collection's schedulable state from its
 // committed head (the durable truth), as after a coordinator restart or a
 // wiped table: it observes each head, re-enqueues compaction that is still
-// due (task identities collapse duplicates) and enqueues a GC sweep when GC
+// due or a lifecycle tier transition that became due (task identities
+// collapse duplicates) and enqueues a GC sweep when GC
 // debt is due, unknown, or not swept for GCSweepInterval. One collection's
 // failure does not stop the others.
 func (o *Observer) Reconcile(ctx context.Context, catalog Catalog) (ReconcileReport, error) {
@@ -73,9 +74,25 @@ func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contr
 	if res.Outcome != OutcomeAdvanced && res.Debt.TombstoneActive && res.Version == cur.Version {
 		tasks = append(tasks, contract.NewTask(contract.KindTombstoneCleanup, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs))
 	}
-	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue && !tomb {
+	// A lifecycle transition becomes due with time alone, without a new
+	// head: res.Debt is judged now from the head's root and fresh facts.
+	// The observer enqueued one for this head if it was already due when
+	// observed under the same facts; otherwise (or a whole sweep interval
+	// later, when that task's result did not land) enqueue one here. Its
+	// identity carries the sweep minute. A due transition takes precedence
+	// over compaction (see Observer.tasks).
+	stale := nowMs-cur.ObservedAtUnixMs >= o.cfg.GCSweepInterval.Milliseconds()
+	transition := false
+	if res.Outcome != OutcomeAdvanced && res.Debt.TransitionDue && res.Version == cur.Version && !tomb {
+		byObserver := cur.FactsVersion == res.FactsVersion && res.Debt.TransitionDueAtUnixMs <= contract.SweepMinute(cur.ObservedAtUnixMs)
+		transition = true
+		if !byObserver || stale {
+			tasks = append(tasks, contract.NewSweepTask(contract.KindLifecycleTransition, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs))
+		}
+	}
+	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue && !tomb && !transition {
 		t := contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs)
-		if nowMs-cur.ObservedAtUnixMs >= o.cfg.GCSweepInterval.Milliseconds() {
+		if stale {
 			// Still due a whole sweep interval after this head was
 			// observed: its task finished (the lease is done) without the
 			// result landing (dropped as expired, rejected, lost to the

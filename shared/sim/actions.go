@@ -112,7 +112,10 @@ func (w *World) runConsumer(class string, m Message, now func() time.Time) (stri
 			Policy: compactionPolicy, LeaseDuration: LeaseDuration, Writer: segment.WriterOptions{BlockSize: 96}, Guards: w.cfg.Guards}, nil, nil)
 		holder := fmt.Sprintf("worker-%d", w.invSeq)
 		res, err := ex.Run(w.ctx, task, holder)
-		return fmt.Sprintf("compaction %s v%d by %s: %s %s", task.Collection, task.BaseManifestVersion, holder, res.Outcome, res.Reason), err
+		if task.Kind == contract.KindLifecycleTransition {
+			w.count("transition-" + string(res.Outcome))
+		}
+		return fmt.Sprintf("%s %s v%d by %s: %s %s", task.Kind, task.Collection, task.BaseManifestVersion, holder, res.Outcome, res.Reason), err
 	case resources.QueueGC:
 		task, err := contract.DecodeTask(where, m.Body)
 		if err != nil {
@@ -137,6 +140,9 @@ func (w *World) runConsumer(class string, m Message, now func() time.Time) (stri
 		h := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaimer{w.bucket}, now,
 			handoff.Config{MaxTaskLifetime: MaxTaskLifetime, Guards: w.cfg.Guards}, nil, nil)
 		res, err := h.Process(w.ctx, c)
+		if c.Kind == contract.KindLifecycleTransition && res.Outcome != "" {
+			w.count("transition-handoff-" + string(res.Outcome))
+		}
 		return fmt.Sprintf("handoff %s %s base v%d: %s v%d %s", c.Kind, c.Collection, c.BaseManifestVersion, res.Outcome, res.Version, res.Reason), err
 	}
 }
@@ -264,14 +270,32 @@ func (w *World) tombstone(c string) {
 
 func (w *World) changeFacts(c string) {
 	f := w.ccs.facts[c]
-	if f.Lifecycle.RetentionMs == 0 {
-		f.Lifecycle.RetentionMs = (20 * time.Minute).Milliseconds()
+	if w.rng.IntN(2) == 0 {
+		if f.Lifecycle.RetentionMs == 0 {
+			f.Lifecycle.RetentionMs = (20 * time.Minute).Milliseconds()
+		} else {
+			f.Lifecycle.RetentionMs = 0
+		}
 	} else {
-		f.Lifecycle.RetentionMs = 0
+		f.Lifecycle = w.transitionPolicy(f.Lifecycle)
 	}
 	f = w.ccs.put(f)
 	w.count("facts-changed")
-	w.logf("  CCS facts of %s -> v%d (retention_ms %d)", c, f.FactsVersion, f.Lifecycle.RetentionMs)
+	w.logf("  CCS facts of %s -> v%d (retention_ms %d, transition after %dms to %q)", c, f.FactsVersion, f.Lifecycle.RetentionMs,
+		f.Lifecycle.TransitionAfterMs, f.Lifecycle.TransitionToTier)
+}
+
+// transitionPolicy switches a lifecycle tier transition off, or on with a
+// random age and target tier (objects start hot; a later change may move
+// them on to another tier, or back).
+func (w *World) transitionPolicy(lc contract.Lifecycle) contract.Lifecycle {
+	if lc.TransitionAfterMs > 0 && w.rng.IntN(3) == 0 {
+		lc.TransitionAfterMs, lc.TransitionToTier = 0, ""
+		return lc
+	}
+	lc.TransitionAfterMs = (time.Duration(1+w.rng.IntN(30)) * time.Minute).Milliseconds()
+	lc.TransitionToTier = []string{contract.TierWarm, contract.TierCold, contract.TierHot}[w.rng.IntN(3)]
+	return lc
 }
 
 func (w *World) advance(d time.Duration) {
@@ -457,6 +481,9 @@ func (w *World) setup() {
 		if w.rng.IntN(2) == 0 {
 			lc.RetentionMs = (time.Duration(20+w.rng.IntN(30)) * time.Minute).Milliseconds()
 		}
+		if w.rng.IntN(3) == 0 {
+			lc = w.transitionPolicy(lc)
+		}
 		w.ccs.put(contract.CollectionFacts{Collection: c, Lifecycle: lc})
 		w.colNames = append(w.colNames, c)
 		_, err := w.invokeOwner(func() error { return w.gen.Create(w.ctx, c, lc) })
@@ -589,6 +616,18 @@ func (w *World) checkConverged() {
 				w.count("end-compaction-due-but-nothing-to-plan")
 			case len(jobs) > 0:
 				w.count("end-planner-jobs-not-due-by-observer")
+			}
+			// Lifecycle transition as the product models it: nothing in
+			// another tier than the target is past the transition age.
+			if cutoff, ok := w.ccs.facts[c].Lifecycle.TransitionCutoff(contract.SweepMinute(w.t)); ok {
+				tier := w.ccs.facts[c].Lifecycle.TransitionToTier
+				for _, o := range snap.Objects {
+					if o.TransitionDue(tier, cutoff-time.Minute.Milliseconds()) {
+						w.violate("converged", "%s v%d: %s is %s with max_ts %d, due for %s since %d", c, h.v, o.Key, o.Tier, o.MaxTsUnixMs, tier, cutoff)
+						return
+					}
+				}
+				w.count("end-transition-checked")
 			}
 		}
 		pl, err := gc.PlanSweep(w.ctx, gc.ReadPorts{Objects: gcBucket{w.bucket}, Lister: gcBucket{w.bucket}, Facts: w.ccs,

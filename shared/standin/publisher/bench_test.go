@@ -169,7 +169,7 @@ func TestBulkLoadLayout(t *testing.T) {
 	}
 	shared := 0
 	for _, r := range s3.Root.Parts {
-		if slices.Contains(snap.Root.Parts, r) {
+		if slices.ContainsFunc(snap.Root.Parts, func(o contract.PartRef) bool { return o.Key == r.Key && o.Checksum == r.Checksum }) {
 			shared++
 		}
 	}

@@ -1,0 +1,167 @@
+package compact
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// ReasonLifecycleTransition is the reason of a lifecycle transition job.
+const ReasonLifecycleTransition = "lifecycle_transition"
+
+// copyBlock is the buffer one object copy streams through.
+const copyBlock = 1 << 20
+
+var errJobFull = errors.New("job full")
+
+// runTransition executes a lifecycle tier transition: the same lease, base
+// revalidation (before the work and before reporting) and heartbeat rules
+// as compaction. It reads only the parts whose references say they may hold
+// a due object (another tier than the target, minimum max_ts at or before
+// the cutoff), selects the due objects in key order (bounded by the
+// policy's MaxJobInputs and MaxJobBytes), copies each byte for byte into
+// the target tier under the task's output keys at the object's own level,
+// verifies the copy's checksum against the entry, and reports one
+// completion replacing the old entries with the new ones (new key and tier;
+// size, checksum, counts and timestamps unchanged). The cutoff is the
+// task's sweep time minus transition_after_ms, so every attempt of one task
+// identity selects the same objects and writes the same keys.
+//
+// The tier is the manifest's data tier; the copy is written with the
+// bucket's default storage class (mapping tiers to S3 storage classes is
+// the deployment's concern, not modelled here).
+func (e *Executor) runTransition(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time) (Result, error) {
+	facts, reason, err := e.revalidate(ctx, task)
+	if err != nil || reason != "" {
+		return Result{Outcome: OutcomeStale, Reason: reason}, err
+	}
+	if e.facts == nil {
+		return Result{Outcome: OutcomeNothing, Reason: "no CCS facts: the lifecycle policy is unknown"}, nil
+	}
+	tier := facts.Lifecycle.TransitionToTier
+	cutoff, ok := facts.Lifecycle.TransitionCutoff(task.SweepUnixMs)
+	if !ok || task.SweepUnixMs <= 0 {
+		return Result{Outcome: OutcomeNothing, Reason: "the lifecycle policy has no tier transition"}, nil
+	}
+	key := contract.ManifestKey(task.Collection, task.BaseManifestVersion, task.BaseManifestChecksum)
+	root, err := e.lin.Root(ctx, key, task.BaseManifestChecksum)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, contract.ErrChecksumMismatch):
+		return Result{Outcome: OutcomeStale, Reason: "pinned manifest cannot be reopened: " + err.Error()}, nil
+	case err != nil:
+		return Result{}, err
+	case root.Version != task.BaseManifestVersion || root.Collection != task.Collection:
+		return Result{}, fmt.Errorf("pinned manifest %s is %s v%d: %w", key, root.Collection, root.Version, contract.ErrInvalid)
+	}
+	p := e.cfg.Policy.normalized()
+	job := Job{Tier: tier, Reason: ReasonLifecycleTransition}
+	var bytes int64
+	err = e.lin.Each(ctx, &root, func(ref contract.PartRef) bool { return ref.TransitionDue(tier, cutoff) }, func(o contract.ObjectEntry) error {
+		if !o.TransitionDue(tier, cutoff) {
+			return nil
+		}
+		if len(job.Inputs) >= p.MaxJobInputs || len(job.Inputs) > 0 && bytes+o.Size > p.MaxJobBytes {
+			return errJobFull
+		}
+		job.Inputs = append(job.Inputs, o)
+		bytes += o.Size
+		return nil
+	})
+	if err != nil && !errors.Is(err, errJobFull) {
+		return Result{}, fmt.Errorf("load due objects of %s v%d: %w", task.Collection, root.Version, err)
+	}
+	if len(job.Inputs) == 0 {
+		return Result{Outcome: OutcomeNothing, Reason: fmt.Sprintf("no object outside tier %s with max_ts <= %d", tier, cutoff)}, nil
+	}
+	res := Result{Job: &job}
+	e.metrics.Add("LifecycleTransitions", 1)
+	added := make([]contract.ObjectEntry, 0, len(job.Inputs))
+	for n, in := range job.Inputs {
+		out := in
+		out.Key, out.Tier = contract.RewriteOutputKey(task.Collection, in.Level, task.TaskID, n), tier
+		if err := e.copyObject(ctx, in, out.Key); err != nil {
+			return res, err
+		}
+		res.BytesRead += in.Size
+		res.BytesWritten += in.Size
+		added = append(added, out)
+		nl, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration)
+		if err != nil {
+			return res, err
+		}
+		ls = nl
+	}
+	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
+		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+reason
+		return res, err
+	}
+	cov := contract.Coverage{Removed: job.Inputs, Added: added}
+	c := contract.Completion{
+		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
+		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
+		CCSFactsVersion: task.CCSFactsVersion, LeaseEpoch: ls.LeaseEpoch, Outcome: contract.OutcomeSucceeded,
+		Reason: ReasonLifecycleTransition + " to " + tier, StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
+		BytesRead: res.BytesRead, BytesWritten: res.BytesWritten, Coverage: &cov,
+	}
+	if err := e.report.Report(ctx, c); err != nil {
+		return res, fmt.Errorf("report completion of %s: %w", task.TaskID, err)
+	}
+	e.metrics.Add("CompletionsReported", 1)
+	e.metrics.Add("LifecycleObjectsMoved", float64(len(added)))
+	e.log.Info("lifecycle transition reported", "task", task.TaskID, "collection", task.Collection, "base", task.BaseManifestVersion,
+		"tier", tier, "objects", len(added), "bytes", res.BytesWritten)
+	res.Outcome, res.Completion = OutcomeReported, &c
+	return res, nil
+}
+
+// copyObject streams in's bytes to key (multipart when the store streams,
+// else one buffered Put) and verifies that they hash to in's checksum
+// before the copy becomes visible (a mismatching stream is aborted).
+func (e *Executor) copyObject(ctx context.Context, in contract.ObjectEntry, key string) error {
+	src := io.NewSectionReader(e.objects.ReaderAt(ctx, in.Key, in.Size), 0, in.Size)
+	sum := sha256.New()
+	verify := func(h hash.Hash) error {
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != in.Checksum {
+			return fmt.Errorf("copy %s to %s: bytes hash to %s, the manifest entry says %s: %w", in.Key, key, got, in.Checksum, contract.ErrChecksumMismatch)
+		}
+		return nil
+	}
+	if st, ok := e.objects.(Streamer); ok {
+		up, err := st.Create(ctx, key)
+		if err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		if _, err := io.CopyBuffer(io.MultiWriter(up, sum), src, make([]byte, min(copyBlock, max(in.Size, 1)))); err != nil {
+			_ = up.Abort()
+			return fmt.Errorf("copy %s to %s: %w", in.Key, key, err)
+		}
+		if err := verify(sum); err != nil {
+			_ = up.Abort()
+			return err
+		}
+		if err := up.Close(); err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		return nil
+	}
+	body := make([]byte, in.Size)
+	if _, err := io.ReadFull(src, body); err != nil {
+		return fmt.Errorf("read %s: %w", in.Key, err)
+	}
+	sum.Write(body)
+	if err := verify(sum); err != nil {
+		return err
+	}
+	if _, err := e.objects.Put(ctx, key, body); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
+}

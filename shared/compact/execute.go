@@ -176,15 +176,9 @@ func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Leas
 	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
 		return Result{Outcome: OutcomeStale, Reason: reason}, err
 	}
-	key := contract.ManifestKey(task.Collection, task.BaseManifestVersion, task.BaseManifestChecksum)
-	root, err := e.lin.Root(ctx, key, task.BaseManifestChecksum)
-	switch {
-	case errors.Is(err, store.ErrNotFound) || errors.Is(err, contract.ErrChecksumMismatch):
-		return Result{Outcome: OutcomeStale, Reason: "pinned manifest cannot be reopened: " + err.Error()}, nil
-	case err != nil:
-		return Result{}, err
-	case root.Version != task.BaseManifestVersion || root.Collection != task.Collection:
-		return Result{}, fmt.Errorf("pinned manifest %s is %s v%d: %w", key, root.Collection, root.Version, contract.ErrInvalid)
+	root, stale, err := e.openPinned(ctx, task)
+	if stale != nil || err != nil {
+		return orStale(stale), err
 	}
 	// Load only the parts the plan needs: the due levels' key ranges (data
 	// keys embed the level, so a level is a contiguous range of parts).
@@ -410,4 +404,28 @@ func matches(f segment.Footer, o contract.ObjectEntry) error {
 			o.Key, f.Records, f.Deletes, f.MinSeq, f.MaxSeq, f.MinKey, f.MaxKey, contract.ErrInvalid)
 	}
 	return nil
+}
+
+// openPinned reopens the manifest a task is pinned to. A manifest that
+// cannot be reopened with the pinned checksum makes the task stale (rule 2);
+// stale is then non-nil.
+func (e *Executor) openPinned(ctx context.Context, task contract.Task) (contract.Manifest, *Result, error) {
+	key := contract.ManifestKey(task.Collection, task.BaseManifestVersion, task.BaseManifestChecksum)
+	root, err := e.lin.Root(ctx, key, task.BaseManifestChecksum)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, contract.ErrChecksumMismatch):
+		return root, &Result{Outcome: OutcomeStale, Reason: "pinned manifest cannot be reopened: " + err.Error()}, nil
+	case err != nil:
+		return root, nil, err
+	case root.Version != task.BaseManifestVersion || root.Collection != task.Collection:
+		return root, nil, fmt.Errorf("pinned manifest %s is %s v%d: %w", key, root.Collection, root.Version, contract.ErrInvalid)
+	}
+	return root, nil, nil
+}
+
+func orStale(stale *Result) Result {
+	if stale == nil {
+		return Result{}
+	}
+	return *stale
 }

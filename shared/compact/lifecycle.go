@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
-	"github.com/searchfabric/bcc/shared/store"
 )
 
 // ReasonLifecycleTransition is the reason of a lifecycle transition job.
@@ -51,15 +50,9 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, ls con
 	if !ok || task.SweepUnixMs <= 0 {
 		return Result{Outcome: OutcomeNothing, Reason: "the lifecycle policy has no tier transition"}, nil
 	}
-	key := contract.ManifestKey(task.Collection, task.BaseManifestVersion, task.BaseManifestChecksum)
-	root, err := e.lin.Root(ctx, key, task.BaseManifestChecksum)
-	switch {
-	case errors.Is(err, store.ErrNotFound) || errors.Is(err, contract.ErrChecksumMismatch):
-		return Result{Outcome: OutcomeStale, Reason: "pinned manifest cannot be reopened: " + err.Error()}, nil
-	case err != nil:
-		return Result{}, err
-	case root.Version != task.BaseManifestVersion || root.Collection != task.Collection:
-		return Result{}, fmt.Errorf("pinned manifest %s is %s v%d: %w", key, root.Collection, root.Version, contract.ErrInvalid)
+	root, stale, err := e.openPinned(ctx, task)
+	if stale != nil || err != nil {
+		return orStale(stale), err
 	}
 	p := e.cfg.Policy.normalized()
 	job := Job{Tier: tier, Reason: ReasonLifecycleTransition}

@@ -38,7 +38,7 @@ func main() {
 	}
 	replay := func(s uint64) string {
 		cmd := fmt.Sprintf("go run ./cmd/sim -seed %d -steps %d -v", s, *steps)
-		mk := fmt.Sprintf("make sim SEED=%d", s)
+		mk := fmt.Sprintf("make sim SEED=%d SIM_STEPS=%d", s, *steps)
 		if *guardOff != "" {
 			cmd += " -guard-off " + *guardOff
 			mk += " GUARD_OFF=" + *guardOff
@@ -83,6 +83,13 @@ func main() {
 	for i, v := range sum.Violations {
 		if i == 0 {
 			report(v, true, replay)
+			shrunk, sv := sim.Shrink(sim.Config{Seed: v.Seed, Steps: *steps, Guards: g, HandoffRaces: *races}, v)
+			fmt.Printf("minimal trace: seed %d reproduces %s with %d faulty steps (of %d):\n", v.Seed, sv.Invariant, shrunk.Steps, *steps)
+			for _, l := range sv.Trace {
+				fmt.Println("  " + l)
+			}
+			fmt.Printf("replay the minimal run: %s\n", strings.NewReplacer(fmt.Sprintf("-steps %d", *steps), fmt.Sprintf("-steps %d", shrunk.Steps),
+				fmt.Sprintf("SIM_STEPS=%d", *steps), fmt.Sprintf("SIM_STEPS=%d", shrunk.Steps)).Replace(replay(v.Seed)))
 			continue
 		}
 		if i < 20 {

@@ -138,3 +138,48 @@ func RunBatch(b Batch) Summary {
 	sum.Elapsed = time.Since(start)
 	return sum
 }
+
+// Shrink looks for the fewest faulty steps with which cfg's seed still
+// violates the same invariant, and returns that configuration and its
+// violation with the whole trace of the shortened run (not only its tail).
+// A seed's schedule is drawn step by step from one stream, so a run with
+// fewer steps replays a prefix of the longer one followed by the quiescent
+// phase; a binary search over the step count finds a short reproducing
+// prefix in O(log steps) runs. (The search assumes that reproducing is
+// monotone in the step count; when it is not, the result is still a
+// reproducing run, only perhaps not the shortest.)
+func Shrink(cfg Config, v Violation) (Config, Violation) {
+	reproduces := func(steps int) (Violation, bool) {
+		c := cfg
+		c.Steps, c.Trace = steps, nil
+		r := Run(c)
+		for _, got := range r.Violations {
+			if got.Invariant == v.Invariant {
+				return got, true
+			}
+		}
+		return Violation{}, false
+	}
+	lo, hi := 0, cfg.Steps // hi reproduces
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		if _, ok := reproduces(mid); ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	best := cfg
+	best.Steps = hi
+	var lines []string
+	traced := best
+	traced.Trace = func(s string) { lines = append(lines, s) }
+	r := Run(traced)
+	for _, got := range r.Violations {
+		if got.Invariant == v.Invariant {
+			got.Trace = lines
+			return best, got
+		}
+	}
+	return cfg, v
+}

@@ -166,3 +166,29 @@ func TestMutationsAreCaught(t *testing.T) {
 		t.Logf("delete_gain_check alone unexpectedly caught at seed %d: %s", v.Seed, v)
 	}
 }
+
+// A violation shrinks to a shorter run of the same seed that still
+// violates the same invariant, with its whole trace.
+func TestShrinkFindsAShorterReproducingRun(t *testing.T) {
+	g, err := GuardsWithout([]string{"delete_gates"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(1); seed <= 50; seed++ {
+		cfg := Config{Seed: seed, Steps: 60, Guards: g}
+		r := Run(cfg)
+		if len(r.Violations) == 0 {
+			continue
+		}
+		v := r.Violations[0]
+		short, sv := Shrink(cfg, v)
+		if sv.Invariant != v.Invariant || short.Steps > cfg.Steps || len(sv.Trace) == 0 {
+			t.Fatalf("seed %d: shrink gave %d steps, invariant %q (want %q), %d trace lines", seed, short.Steps, sv.Invariant, v.Invariant, len(sv.Trace))
+		}
+		if again := Run(Config{Seed: seed, Steps: short.Steps, Guards: g}); len(again.Violations) == 0 {
+			t.Fatalf("seed %d: the shrunk run (%d steps) does not reproduce", seed, short.Steps)
+		}
+		return
+	}
+	t.Fatal("no seed in 1..50 violated with delete_gates off")
+}

@@ -207,20 +207,13 @@ func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Leas
 	if _, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration); err != nil {
 		return res, err
 	}
-	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
-		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+reason
+	c, reported, err := e.report1(ctx, task, ls, started, job.Reason, job.Inputs, added, stats.BytesRead, stats.BytesWritten)
+	if !reported {
+		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
 		return res, err
 	}
-	cov := contract.Coverage{Removed: job.Inputs, Added: added}
-	c := contract.Completion{
-		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
-		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
-		CCSFactsVersion: task.CCSFactsVersion, LeaseEpoch: ls.LeaseEpoch, Outcome: contract.OutcomeSucceeded,
-		Reason: job.Reason, StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
-		BytesRead: stats.BytesRead, BytesWritten: stats.BytesWritten, Coverage: &cov,
-	}
-	if err := e.report.Report(ctx, c); err != nil {
-		return res, fmt.Errorf("report completion of %s: %w", task.TaskID, err)
+	if err != nil {
+		return res, err
 	}
 	e.metrics.Add("CompletionsReported", 1)
 	e.metrics.Add("CompactionInputObjects", float64(len(job.Inputs)))
@@ -428,4 +421,26 @@ func orStale(stale *Result) Result {
 		return Result{}
 	}
 	return *stale
+}
+
+// report1 revalidates the base once more and, if it still holds, reports
+// one completion replacing inputs by added. reported is false when the base
+// went stale (c.Reason says why) or revalidation failed (err).
+func (e *Executor) report1(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time, reason string,
+	inputs, added []contract.ObjectEntry, bytesRead, bytesWritten int64) (contract.Completion, bool, error) {
+	if _, stale, err := e.revalidate(ctx, task); err != nil || stale != "" {
+		return contract.Completion{Reason: stale}, false, err
+	}
+	cov := contract.Coverage{Removed: inputs, Added: added}
+	c := contract.Completion{
+		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
+		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
+		CCSFactsVersion: task.CCSFactsVersion, LeaseEpoch: ls.LeaseEpoch, Outcome: contract.OutcomeSucceeded,
+		Reason: reason, StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
+		BytesRead: bytesRead, BytesWritten: bytesWritten, Coverage: &cov,
+	}
+	if err := e.report.Report(ctx, c); err != nil {
+		return c, true, fmt.Errorf("report completion of %s: %w", task.TaskID, err)
+	}
+	return c, true, nil
 }

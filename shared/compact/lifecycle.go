@@ -92,20 +92,13 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, ls con
 		}
 		ls = nl
 	}
-	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
-		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+reason
+	c, reported, err := e.report1(ctx, task, ls, started, ReasonLifecycleTransition+" to "+tier, job.Inputs, added, res.BytesRead, res.BytesWritten)
+	if !reported {
+		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
 		return res, err
 	}
-	cov := contract.Coverage{Removed: job.Inputs, Added: added}
-	c := contract.Completion{
-		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
-		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
-		CCSFactsVersion: task.CCSFactsVersion, LeaseEpoch: ls.LeaseEpoch, Outcome: contract.OutcomeSucceeded,
-		Reason: ReasonLifecycleTransition + " to " + tier, StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
-		BytesRead: res.BytesRead, BytesWritten: res.BytesWritten, Coverage: &cov,
-	}
-	if err := e.report.Report(ctx, c); err != nil {
-		return res, fmt.Errorf("report completion of %s: %w", task.TaskID, err)
+	if err != nil {
+		return res, err
 	}
 	e.metrics.Add("CompletionsReported", 1)
 	e.metrics.Add("LifecycleObjectsMoved", float64(len(added)))

@@ -256,6 +256,13 @@ func cxReceive(t *testing.T, env *localenv.Env, class string) []string {
 // cxTask is the compaction task of c's current head, as the observer would
 // enqueue it.
 func cxTask(t *testing.T, env *localenv.Env, c string) (contract.Task, string) {
+	return headTask(t, env, c, contract.NewTask, contract.KindCompaction)
+}
+
+// headTask builds a task of kind for c's current head and CCS facts with
+// newTask (contract.NewTask or contract.NewSweepTask) and encodes it.
+func headTask(t *testing.T, env *localenv.Env, c string,
+	newTask func(contract.TaskKind, string, uint64, string, uint64, int64) contract.Task, kind contract.TaskKind) (contract.Task, string) {
 	t.Helper()
 	ctx := context.Background()
 	head, err := env.Lineage.Head(ctx, c)
@@ -266,7 +273,7 @@ func cxTask(t *testing.T, env *localenv.Env, c string) (contract.Task, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk := contract.NewTask(contract.KindCompaction, c, head.Version, head.ManifestChecksum, f.FactsVersion, env.Now().UnixMilli())
+	tk := newTask(kind, c, head.Version, head.ManifestChecksum, f.FactsVersion, env.Now().UnixMilli())
 	b, err := contract.Encode(tk)
 	if err != nil {
 		t.Fatal(err)

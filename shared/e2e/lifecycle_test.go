@@ -193,20 +193,5 @@ func TestLifecycleTransitionStaleAfterConcurrentAppend(t *testing.T) {
 // transitionTask is the lifecycle transition task of c's current head, as
 // the observer would enqueue it.
 func transitionTask(t *testing.T, env *localenv.Env, c string) (contract.Task, string) {
-	t.Helper()
-	ctx := context.Background()
-	head, err := env.Lineage.Head(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := env.CCS.Facts(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := contract.NewSweepTask(contract.KindLifecycleTransition, c, head.Version, head.ManifestChecksum, f.FactsVersion, env.Now().UnixMilli())
-	b, err := contract.Encode(tk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk, string(b)
+	return headTask(t, env, c, contract.NewSweepTask, contract.KindLifecycleTransition)
 }

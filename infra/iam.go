@@ -39,7 +39,7 @@ func Globs() KeyGlobs {
 }
 
 // tableItemOps are the DynamoDB single-item actions the functions use on the
-// coordinator table (shared/awsio: leases and the observed state are
+// coordinator table (shared/adapters/awsio: leases and the observed state are
 // conditional GetItem/PutItem/UpdateItem; the observer's Revert of an
 // advance that could not be enqueued uses DeleteItem or PutItem). No Query,
 // Scan, batch or table-level action: nothing needs them.
@@ -125,7 +125,7 @@ func (c *Coordinator) addPolicies(cfg Config) {
 
 	// handoff: reads heads and manifests to decide an ambiguous outcome from
 	// the head; talks to the publisher and CCS over HTTP (no AWS grant). It
-	// deletes nothing: only a guard-disabled test path of shared/handoff would.
+	// deletes nothing: only a guard-disabled test path of shared/core/handoff would.
 	add(resources.FnHandoff,
 		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
 		listBucket("ListForNotFound"),

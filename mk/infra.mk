@@ -91,7 +91,7 @@ deploy-local: build $(INFRA_NPM_STAMP) ## bootstrap and deploy the stack into a 
 	$(INFRA_CDKLOCAL) deploy --require-approval never $(INFRA_CONTEXT)
 
 e2e-localstack: ## the end-to-end tests against LocalStack (after localstack-up; each test provisions its own resources)
-	cd $(INFRA_ROOT) && $(INFRA_LOCAL_CREDS) BCC_E2E_ENDPOINT=$(LOCALSTACK_ENDPOINT) go test ./shared/e2e/... -run . -count=1
+	cd $(INFRA_ROOT) && $(INFRA_LOCAL_CREDS) BCC_E2E_ENDPOINT=$(LOCALSTACK_ENDPOINT) go test ./shared/testkit/e2e/... -run . -count=1
 
 infra-clean: ## remove build/ and cdk.out
 	rm -rf $(INFRA_BUILD_DIR) $(INFRA_ROOT)/cdk.out $(INFRA_ROOT)/infra/cdk.out

@@ -1,4 +1,4 @@
-# Deterministic fault simulation (shared/sim, cmd/sim): many random
+# Deterministic fault simulation (shared/testkit/sim, cmd/sim): many random
 # schedules of the real use cases with faults at every step and invariants
 # after each. SEEDS seeds per run; SEED=N replays one seed with its full
 # trace; GUARD_OFF=name[,name] runs a mutation (a guard switched off);

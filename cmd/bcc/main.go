@@ -19,12 +19,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/searchfabric/bcc/shared/app"
-	"github.com/searchfabric/bcc/shared/awsio"
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
-	"github.com/searchfabric/bcc/shared/gc"
+	"github.com/searchfabric/bcc/shared/core/gc"
+	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/guard"
-	"github.com/searchfabric/bcc/shared/lineage"
+	"github.com/searchfabric/bcc/shared/lambda/app"
 )
 
 func main() {

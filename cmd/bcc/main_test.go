@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
-	"github.com/searchfabric/bcc/shared/localenv"
-	"github.com/searchfabric/bcc/shared/standin/publisher"
+	"github.com/searchfabric/bcc/shared/devstack/localenv"
+	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
 )
 
 // TestPlanAndStatusChangeNothing runs both subcommands against the embedded

@@ -49,9 +49,9 @@ import (
 // benchtimes per package (by import path suffix): the heavy 1,000,000-object
 // benchmarks run few iterations so that `make bench` stays within minutes.
 var benchtimes = map[string]string{
-	"shared/observe":           "3x",
-	"shared/lineage":           "2x",
-	"shared/standin/publisher": "2x",
+	"shared/core/observe":               "3x",
+	"shared/core/lineage":               "2x",
+	"shared/devstack/standin/publisher": "2x",
 }
 
 const defaultBenchtime = "3x"
@@ -59,7 +59,7 @@ const defaultBenchtime = "3x"
 // aliases pairs benchmarks that predate the naming convention:
 // package suffix -> baseline name -> benchmark name.
 var aliases = map[string]map[string]string{
-	"shared/segment": {"BenchmarkRawCopy": "BenchmarkMerge"},
+	"shared/core/segment": {"BenchmarkRawCopy": "BenchmarkMerge"},
 }
 
 // target is one acceptance figure of issue 7.
@@ -73,10 +73,10 @@ type target struct {
 }
 
 var targets = []target{
-	{"observer AWS calls per committed head (1M objects, +10/-10)", "shared/observe", "BenchmarkObserveCommit/objects=1000000", "aws-calls/op", 4, false},
-	{"observer CPU per committed head", "shared/observe", "BenchmarkObserveCommit/objects=1000000", "cpu-ms/op", 50, true},
-	{"observer peak heap per committed head", "shared/observe", "BenchmarkObserveCommit/objects=1000000", "peak-heap-MB", 64, true},
-	{"observer bytes allocated per committed head", "shared/observe", "BenchmarkObserveCommit/objects=1000000", "alloc-MB/op", 64, true},
+	{"observer AWS calls per committed head (1M objects, +10/-10)", "shared/core/observe", "BenchmarkObserveCommit/objects=1000000", "aws-calls/op", 4, false},
+	{"observer CPU per committed head", "shared/core/observe", "BenchmarkObserveCommit/objects=1000000", "cpu-ms/op", 50, true},
+	{"observer peak heap per committed head", "shared/core/observe", "BenchmarkObserveCommit/objects=1000000", "peak-heap-MB", 64, true},
+	{"observer bytes allocated per committed head", "shared/core/observe", "BenchmarkObserveCommit/objects=1000000", "alloc-MB/op", 64, true},
 }
 
 // flatness: a streaming read's peak heap at 1,000,000 objects may exceed
@@ -430,8 +430,8 @@ func acceptance(pkgs []*pkgResult) []check {
 	}
 	// Streaming read: peak heap flat across collection sizes.
 	for _, metric := range []string{"peak-heap-MB", "peak-live-MB"} {
-		small, _ := find(pkgs, "shared/lineage", "BenchmarkEach/objects=250000")
-		large, _ := find(pkgs, "shared/lineage", "BenchmarkEach/objects=1000000")
+		small, _ := find(pkgs, "shared/core/lineage", "BenchmarkEach/objects=250000")
+		large, _ := find(pkgs, "shared/core/lineage", "BenchmarkEach/objects=1000000")
 		c := check{Check: "streaming read (lineage.Each) memory does not grow with the collection (set grows 4x, ~300 MB)",
 			Where: "BenchmarkEach/objects=1000000", Metric: metric}
 		if small != nil && large != nil {
@@ -493,7 +493,7 @@ func markdown(r *report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmark report\n\n")
 	fmt.Fprintf(&b, "Generated %s by `make bench` (cmd/benchreport) · %s · %d CPUs · commit %s · %.0f s total.\n\n", r.GeneratedAt, r.GoVersion, r.CPUs, r.Commit, r.Seconds)
-	fmt.Fprintf(&b, "Ratios are benchmark ÷ baseline measured in the same process and run (`BenchmarkX` vs `BenchmarkXBaseline*`). CPU (`cpu-ms/op`, getrusage) and heap (`peak-heap-MB`, HeapInuse peak above the heap after a forced GC) are process-wide; in shared/observe that includes the embedded S3/DynamoDB/SQS servers answering the observer.\n\n")
+	fmt.Fprintf(&b, "Ratios are benchmark ÷ baseline measured in the same process and run (`BenchmarkX` vs `BenchmarkXBaseline*`). CPU (`cpu-ms/op`, getrusage) and heap (`peak-heap-MB`, HeapInuse peak above the heap after a forced GC) are process-wide; in shared/core/observe that includes the embedded S3/DynamoDB/SQS servers answering the observer.\n\n")
 	if r.ListErrors != "" {
 		fmt.Fprintf(&b, "> Discovery reported errors (packages that do not build were skipped):\n>\n> ```\n%s\n> ```\n\n", indentQuote(r.ListErrors))
 	}

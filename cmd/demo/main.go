@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/searchfabric/bcc/shared/demo"
+	"github.com/searchfabric/bcc/shared/devstack/demo"
 )
 
 func main() {

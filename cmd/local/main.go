@@ -14,8 +14,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/searchfabric/bcc/shared/localaws"
-	"github.com/searchfabric/bcc/shared/localenv"
+	"github.com/searchfabric/bcc/shared/devstack/localaws"
+	"github.com/searchfabric/bcc/shared/devstack/localenv"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 

@@ -16,7 +16,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/searchfabric/bcc/shared/sim"
+	"github.com/searchfabric/bcc/shared/testkit/sim"
 )
 
 func main() {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/searchfabric/bcc/shared/app"
+	"github.com/searchfabric/bcc/shared/lambda/app"
 )
 
 func main() {

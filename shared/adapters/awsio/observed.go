@@ -1,0 +1,205 @@
+package awsio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/searchfabric/bcc/shared/core/observe"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// DynamoAPI is the part of the DynamoDB client the adapters use.
+type DynamoAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// stateTTL keeps disposable records tidy; nothing relies on it.
+const stateTTL = 30 * 24 * time.Hour
+
+// ObservedTable stores observe.Observed items: pk "COLL#<collection>", sk "OBSERVED".
+type ObservedTable struct {
+	api   DynamoAPI
+	table string
+}
+
+// NewObservedTable adapts api to table.
+func NewObservedTable(api DynamoAPI, table string) *ObservedTable {
+	return &ObservedTable{api: api, table: table}
+}
+
+func observedKey(collection string) map[string]ddb.AttributeValue {
+	return map[string]ddb.AttributeValue{"pk": str("COLL#" + collection), "sk": str("OBSERVED")}
+}
+
+func str(s string) ddb.AttributeValue { return &ddb.AttributeValueMemberS{Value: s} }
+func num(n int64) ddb.AttributeValue {
+	return &ddb.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+func unum(n uint64) ddb.AttributeValue {
+	return &ddb.AttributeValueMemberN{Value: strconv.FormatUint(n, 10)}
+}
+func flt(f float64) ddb.AttributeValue {
+	return &ddb.AttributeValueMemberN{Value: strconv.FormatFloat(f, 'f', -1, 64)}
+}
+func boolean(b bool) ddb.AttributeValue { return &ddb.AttributeValueMemberBOOL{Value: b} }
+
+// Advance is one conditional UpdateItem: the state moves only forward and
+// the previous item comes back either way (ALL_OLD on success and on
+// condition failure), so the observer learns duplicate/stale in one call.
+func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (observe.Observed, error) {
+	expr := "SET #v = :v, checksum = :c, commit_ts = :ct, observed_at = :oa, facts_version = :fv, objects = :o, #b = :b, " +
+		"max_fan_out = :mf, delete_density = :dd, compaction_due = :cd, tombstone = :tb, expires_at = :exp"
+	vals := map[string]ddb.AttributeValue{
+		":v": unum(st.Version), ":c": str(st.Checksum), ":ct": num(st.CommitTsUnixMs), ":oa": num(st.ObservedAtUnixMs),
+		":fv": unum(st.FactsVersion), ":o": num(st.Debt.Objects), ":b": num(st.Debt.Bytes), ":mf": num(st.Debt.MaxFanOut),
+		":dd": flt(st.Debt.DeleteDensity), ":cd": boolean(st.Debt.CompactionDue), ":tb": boolean(st.Debt.TombstoneActive),
+		":exp": num(time.UnixMilli(st.ObservedAtUnixMs).Add(stateTTL).Unix()),
+	}
+	if st.Debt.GCObjects > 0 {
+		expr += ", gc_due_at = if_not_exists(gc_due_at, :due) ADD gc_objects :go, gc_bytes :gb"
+		vals[":due"], vals[":go"], vals[":gb"] = num(st.Debt.GCDueAtUnixMs), num(st.Debt.GCObjects), num(st.Debt.GCBytes)
+	}
+	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(t.table), Key: observedKey(st.Collection),
+		UpdateExpression:                    aws.String(expr),
+		ConditionExpression:                 aws.String("attribute_not_exists(#v) OR #v < :v"),
+		ExpressionAttributeNames:            map[string]string{"#v": "version", "#b": "bytes"},
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        ddb.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: ddb.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		var ccf *ddb.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return decodeObserved(st.Collection, ccf.Item), fmt.Errorf("advance %s to v%d: %w", st.Collection, st.Version, store.ErrConditionFailed)
+		}
+		return observe.Observed{}, translate("advance observed state of", st.Collection, err, true)
+	}
+	return decodeObserved(st.Collection, out.Attributes), nil
+}
+
+// Get reads the observed state (zero when none).
+func (t *ObservedTable) Get(ctx context.Context, collection string) (observe.Observed, error) {
+	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.table), Key: observedKey(collection), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return observe.Observed{}, translate("get observed state of", collection, err, false)
+	}
+	return decodeObserved(collection, out.Item), nil
+}
+
+// Revert restores prev if the item still holds st.
+func (t *ObservedTable) Revert(ctx context.Context, st, prev observe.Observed) error {
+	cond := aws.String("#v = :v AND checksum = :c")
+	vals := map[string]ddb.AttributeValue{":v": unum(st.Version), ":c": str(st.Checksum)}
+	names := map[string]string{"#v": "version"}
+	var err error
+	if prev.Version == 0 {
+		_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(t.table), Key: observedKey(st.Collection),
+			ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: vals})
+	} else {
+		_, err = t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.table), Item: encodeObserved(prev),
+			ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: vals})
+	}
+	return translate("revert observed state of", st.Collection, err, true)
+}
+
+// RecordGCSweep replaces the GC debt with what a finished sweep left.
+func (t *ObservedTable) RecordGCSweep(ctx context.Context, collection string, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error {
+	expr := "SET gc_objects = :go, gc_bytes = :gb, gc_swept_at = :sa"
+	vals := map[string]ddb.AttributeValue{":go": num(remainingObjects), ":gb": num(remainingBytes), ":sa": num(sweptAtUnixMs)}
+	if nextDueUnixMs > 0 {
+		expr += ", gc_due_at = :due"
+		vals[":due"] = num(nextDueUnixMs)
+	} else {
+		expr += " REMOVE gc_due_at"
+	}
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(collection),
+		UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals, ConditionExpression: aws.String("attribute_exists(pk)")})
+	if err != nil {
+		var ccf *ddb.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return nil // state was wiped; reconciliation rebuilds it
+		}
+	}
+	return translate("record gc sweep of", collection, err, true)
+}
+
+func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
+	item := observedKey(o.Collection)
+	item["version"], item["checksum"], item["commit_ts"], item["observed_at"] = unum(o.Version), str(o.Checksum), num(o.CommitTsUnixMs), num(o.ObservedAtUnixMs)
+	item["facts_version"], item["objects"], item["bytes"], item["max_fan_out"] = unum(o.FactsVersion), num(o.Debt.Objects), num(o.Debt.Bytes), num(o.Debt.MaxFanOut)
+	item["delete_density"], item["compaction_due"], item["tombstone"] = flt(o.Debt.DeleteDensity), boolean(o.Debt.CompactionDue), boolean(o.Debt.TombstoneActive)
+	item["gc_objects"], item["gc_bytes"], item["gc_swept_at"] = num(o.Debt.GCObjects), num(o.Debt.GCBytes), num(o.Debt.GCSweptAtUnixMs)
+	if o.Debt.GCDueAtUnixMs > 0 {
+		item["gc_due_at"] = num(o.Debt.GCDueAtUnixMs)
+	}
+	item["expires_at"] = num(time.UnixMilli(o.ObservedAtUnixMs).Add(stateTTL).Unix())
+	return item
+}
+
+func decodeObserved(collection string, item map[string]ddb.AttributeValue) observe.Observed {
+	o := observe.Observed{Collection: collection}
+	if len(item) == 0 {
+		return o
+	}
+	o.Version = getU(item, "version")
+	o.Checksum = getS(item, "checksum")
+	o.CommitTsUnixMs = getN(item, "commit_ts")
+	o.ObservedAtUnixMs = getN(item, "observed_at")
+	o.FactsVersion = getU(item, "facts_version")
+	o.Debt = observe.Debt{
+		Objects: getN(item, "objects"), Bytes: getN(item, "bytes"), MaxFanOut: getN(item, "max_fan_out"),
+		DeleteDensity: getF(item, "delete_density"), CompactionDue: getB(item, "compaction_due"), TombstoneActive: getB(item, "tombstone"),
+		GCObjects: getN(item, "gc_objects"), GCBytes: getN(item, "gc_bytes"), GCDueAtUnixMs: getN(item, "gc_due_at"),
+		GCSweptAtUnixMs: getN(item, "gc_swept_at"),
+	}
+	return o
+}
+
+func getS(item map[string]ddb.AttributeValue, k string) string {
+	if v, ok := item[k].(*ddb.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(item map[string]ddb.AttributeValue, k string) int64 {
+	if v, ok := item[k].(*ddb.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func getU(item map[string]ddb.AttributeValue, k string) uint64 {
+	if v, ok := item[k].(*ddb.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseUint(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func getF(item map[string]ddb.AttributeValue, k string) float64 {
+	if v, ok := item[k].(*ddb.AttributeValueMemberN); ok {
+		f, _ := strconv.ParseFloat(v.Value, 64)
+		return f
+	}
+	return 0
+}
+
+func getB(item map[string]ddb.AttributeValue, k string) bool {
+	if v, ok := item[k].(*ddb.AttributeValueMemberBOOL); ok {
+		return v.Value
+	}
+	return false
+}

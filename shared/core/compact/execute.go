@@ -1,0 +1,446 @@
+package compact
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/core/lineage"
+	"github.com/searchfabric/bcc/shared/core/segment"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// Objects is what the executor needs from the data bucket.
+type Objects interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	ReaderAt(ctx context.Context, key string, size int64) io.ReaderAt
+	Put(ctx context.Context, key string, body []byte) (string, error)
+}
+
+// Streamer is implemented by object stores that stream an object of any
+// size in bounded memory (S3 multipart). Without it each output is buffered
+// whole before its Put.
+type Streamer interface {
+	Create(ctx context.Context, key string) (store.Upload, error)
+}
+
+// Leases is the task lease use case (package lease).
+type Leases interface {
+	Acquire(ctx context.Context, task contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error)
+	Extend(ctx context.Context, l contract.Lease, now time.Time, d time.Duration) (contract.Lease, error)
+	Complete(ctx context.Context, l contract.Lease, now time.Time) error
+}
+
+// Facts reads CCS scheduling facts (optional).
+type Facts interface {
+	Facts(ctx context.Context, collection string) (contract.CollectionFacts, error)
+}
+
+// Reporter hands a completion to the handoff queue (FIFO: group = the
+// collection, deduplication id = the cutover request id).
+type Reporter interface {
+	Report(ctx context.Context, c contract.Completion) error
+}
+
+// ExecConfig tunes the executor.
+type ExecConfig struct {
+	Policy        Policy
+	LeaseDuration time.Duration
+	Writer        segment.WriterOptions
+	Guards        guard.Set
+}
+
+// Executor runs one compaction task: lease, revalidate, plan, merge, write,
+// revalidate, report. It never makes a result visible; only the publisher
+// does, through the handoff.
+//
+// Memory: one block per input (segment iterators over ranged GETs) plus the
+// output being written, which is buffered until it reaches the target
+// object size and then PUT; never whole inputs.
+type Executor struct {
+	objects Objects
+	lin     *lineage.Reader
+	leases  Leases
+	facts   Facts
+	report  Reporter
+	now     func() time.Time
+	cfg     ExecConfig
+	metrics *metrics.Recorder
+	log     *slog.Logger
+}
+
+// NewExecutor wires the executor. facts may be nil (facts are not checked).
+func NewExecutor(objects Objects, leases Leases, facts Facts, report Reporter, now func() time.Time, cfg ExecConfig, m *metrics.Recorder, log *slog.Logger) *Executor {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = 2 * time.Minute
+	}
+	return &Executor{objects: objects, lin: lineage.New(objects, 256), leases: leases, facts: facts, report: report, now: now, cfg: cfg, metrics: m, log: log}
+}
+
+// Outcome of one task.
+type Outcome string
+
+// Outcomes. Every outcome except an error return lets the message go.
+const (
+	OutcomeReported  Outcome = "reported"  // a completion was handed off
+	OutcomeDuplicate Outcome = "duplicate" // another holder has the lease: skip
+	OutcomeDone      Outcome = "done"      // the task was already finished
+	OutcomeStale     Outcome = "stale"     // the base is no longer the head (or facts changed): dropped
+	OutcomeNothing   Outcome = "nothing"   // the plan is empty
+	OutcomeLeaseLost Outcome = "lease_lost"
+)
+
+// Result reports one task.
+type Result struct {
+	Outcome      Outcome
+	Reason       string
+	Lease        contract.Lease
+	Job          *Job
+	Completion   *contract.Completion
+	BytesRead    int64
+	BytesWritten int64
+}
+
+// ErrUnsupported: the executor does not run this kind of task.
+var ErrUnsupported = errors.New("unsupported task kind")
+
+// Run executes task as holder.
+func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (Result, error) {
+	if task.Kind != contract.KindCompaction && task.Kind != contract.KindLifecycleTransition {
+		return Result{}, fmt.Errorf("%w: %s (task %s)", ErrUnsupported, task.Kind, task.TaskID)
+	}
+	started := e.now()
+	e.metrics.Duration("TaskWaitMs", started.Sub(time.UnixMilli(task.EnqueuedAtUnixMs)))
+	ls, err := e.leases.Acquire(ctx, task, holder, started, e.cfg.LeaseDuration)
+	switch {
+	case errors.Is(err, lease.ErrDone):
+		e.metrics.Add("DuplicateTasksSkipped", 1)
+		return Result{Outcome: OutcomeDone, Reason: err.Error(), Lease: ls}, nil
+	case errors.Is(err, lease.ErrHeld):
+		e.metrics.Add("DuplicateTasksSkipped", 1)
+		e.log.Info("task leased by another holder; skipping", "task", task.TaskID, "reason", err)
+		return Result{Outcome: OutcomeDuplicate, Reason: err.Error(), Lease: ls}, nil
+	case err != nil:
+		return Result{}, err
+	}
+	run := e.run
+	if task.Kind == contract.KindLifecycleTransition {
+		run = e.runTransition
+	}
+	res, err := run(ctx, task, ls, started)
+	res.Lease = ls
+	switch {
+	case errors.Is(err, lease.ErrLost):
+		e.metrics.Add("LeaseLost", 1)
+		e.log.Warn("lease lost; stopping without reporting", "task", task.TaskID, "epoch", ls.LeaseEpoch, "err", err)
+		res.Outcome, res.Reason = OutcomeLeaseLost, err.Error()
+		return res, nil
+	case err != nil:
+		// The lease stays until it expires; a retry after that starts over
+		// and rewrites the same output keys.
+		return res, err
+	}
+	if res.Outcome == OutcomeStale {
+		// A task already stale when it starts costs one head read; a result
+		// that went stale while merging was real work thrown away.
+		if res.Job == nil {
+			e.metrics.Add("StaleTasksSkipped", 1)
+		} else {
+			e.metrics.Add("StaleResultsDropped", 1)
+		}
+		e.log.Info("stale task dropped", "task", task.TaskID, "reason", res.Reason)
+	}
+	if err := e.leases.Complete(ctx, ls, e.now()); err != nil {
+		if errors.Is(err, lease.ErrLost) {
+			e.metrics.Add("LeaseLost", 1)
+		}
+		// Finishing is bookkeeping only: a duplicate is harmless.
+		e.log.Warn("mark task done failed", "task", task.TaskID, "err", err)
+	}
+	return res, nil
+}
+
+func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time) (Result, error) {
+	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
+		return Result{Outcome: OutcomeStale, Reason: reason}, err
+	}
+	root, stale, err := e.openPinned(ctx, task)
+	if stale != nil || err != nil {
+		return orStale(stale), err
+	}
+	// Load only the parts the plan needs: the due levels' key ranges (data
+	// keys embed the level, so a level is a contiguous range of parts).
+	snap := Snapshot{Collection: task.Collection, Version: root.Version, Checksum: task.BaseManifestChecksum,
+		Levels: Debt(root.Summary, e.cfg.Policy).PlanLevels(e.cfg.Policy)}
+	if err := e.lin.Each(ctx, &root, levelParts(task.Collection, snap.Levels), func(o contract.ObjectEntry) error {
+		if snap.Levels == nil || slices.Contains(snap.Levels, o.Level) {
+			snap.Objects = append(snap.Objects, o)
+		}
+		return nil
+	}); err != nil {
+		return Result{}, fmt.Errorf("load snapshot of %s v%d: %w", task.Collection, root.Version, err)
+	}
+	jobs := Plan(snap, e.cfg.Policy, started)
+	if len(jobs) == 0 {
+		return Result{Outcome: OutcomeNothing, Reason: "nothing to compact"}, nil
+	}
+	job := jobs[0]
+	res := Result{Job: &job}
+	e.metrics.Add("CompactionsRun", 1)
+	added, stats, ls, err := e.merge(ctx, task, ls, job)
+	res.BytesRead, res.BytesWritten = stats.BytesRead, stats.BytesWritten
+	if err != nil {
+		return res, err
+	}
+	if _, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration); err != nil {
+		return res, err
+	}
+	c, reported, err := e.report1(ctx, task, ls, started, job.Reason, job.Inputs, added, stats.BytesRead, stats.BytesWritten)
+	if !reported {
+		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
+		return res, err
+	}
+	if err != nil {
+		return res, err
+	}
+	e.metrics.Add("CompletionsReported", 1)
+	e.metrics.Add("CompactionInputObjects", float64(len(job.Inputs)))
+	e.metrics.Add("CompactionOutputObjects", float64(len(added)))
+	e.metrics.Add("CompactionBytesRead", float64(stats.BytesRead))
+	e.metrics.Add("CompactionBytesWritten", float64(stats.BytesWritten))
+	e.log.Info("compaction reported", "task", task.TaskID, "collection", task.Collection, "base", task.BaseManifestVersion,
+		"inputs", len(job.Inputs), "outputs", len(added), "bytes_read", stats.BytesRead, "bytes_written", stats.BytesWritten, "reason", job.Reason)
+	res.Outcome, res.Completion = OutcomeReported, &c
+	return res, nil
+}
+
+// revalidate returns a non-empty reason when the task is stale: the head is
+// no longer its base (version and checksum) or the CCS facts it carried
+// changed. It returns the facts it read (zero without a CCS).
+func (e *Executor) revalidate(ctx context.Context, task contract.Task) (contract.CollectionFacts, string, error) {
+	var f contract.CollectionFacts
+	if e.cfg.Guards.BaseRevalidation {
+		head, err := e.lin.Head(ctx, task.Collection)
+		if err != nil {
+			return f, "", fmt.Errorf("revalidate %s: %w", task.TaskID, err)
+		}
+		if head.Version != task.BaseManifestVersion || head.ManifestChecksum != task.BaseManifestChecksum {
+			return f, fmt.Sprintf("head is v%d %s, task is based on v%d %s", head.Version, head.ManifestChecksum, task.BaseManifestVersion, task.BaseManifestChecksum), nil
+		}
+	}
+	if e.facts != nil {
+		var err error
+		f, err = e.facts.Facts(ctx, task.Collection)
+		if err != nil {
+			return f, "", fmt.Errorf("revalidate %s: read CCS facts: %w", task.TaskID, err)
+		}
+		if f.FactsVersion != task.CCSFactsVersion {
+			return f, fmt.Sprintf("CCS facts are v%d, task carried v%d", f.FactsVersion, task.CCSFactsVersion), nil
+		}
+		if f.Tombstoned {
+			return f, "collection is tombstoned", nil
+		}
+	}
+	return f, "", nil
+}
+
+// merge streams the job's inputs into outputs under the task's keys,
+// heartbeating the lease after every output.
+func (e *Executor) merge(ctx context.Context, task contract.Task, ls contract.Lease, job Job) ([]contract.ObjectEntry, segment.MergeStats, contract.Lease, error) {
+	its := make([]*segment.Iterator, len(job.Inputs))
+	for i, in := range job.Inputs {
+		r, err := segment.Open(e.objects.ReaderAt(ctx, in.Key, in.Size), in.Size)
+		if err != nil {
+			return nil, segment.MergeStats{}, ls, fmt.Errorf("open input %s: %w", in.Key, err)
+		}
+		if err := matches(r.Footer(), in); err != nil {
+			return nil, segment.MergeStats{}, ls, err
+		}
+		its[i] = r.Iter()
+	}
+	mctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var added []contract.ObjectEntry
+	target := e.cfg.Policy.normalized().TargetObjectBytes
+	var lost error
+	w := e.outputWriter(ctx, task, job, target)
+	defer w.abort()
+	out := segment.OutputFuncs{
+		New: w.open,
+		Finish: func(n int, f segment.Footer) error {
+			key, err := w.close(n)
+			if err != nil {
+				return err
+			}
+			added = append(added, f.Entry(key, f.Size, f.Checksum, job.Tier, job.OutputLevel))
+			nl, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration)
+			if err != nil {
+				lost = err
+				cancel(err)
+				return err
+			}
+			ls = nl
+			return nil
+		},
+	}
+	stats, err := segment.Merge(mctx, its, out, segment.MergeOptions{
+		DropDeletes: job.DropDeletes, TargetObjectBytes: target, Writer: e.cfg.Writer,
+	})
+	if lost != nil {
+		return added, stats, ls, lost
+	}
+	if err != nil {
+		return added, stats, ls, fmt.Errorf("merge %s: %w", task.TaskID, err)
+	}
+	return added, stats, ls, nil
+}
+
+// levelParts keeps the parts whose key range intersects one of levels'
+// key ranges; nil levels keeps every part.
+func levelParts(collection string, levels []int) func(contract.PartRef) bool {
+	if levels == nil {
+		return nil
+	}
+	return func(ref contract.PartRef) bool {
+		for _, l := range levels {
+			lo := contract.LevelPrefix(collection, l)
+			if ref.LastKey >= lo && ref.FirstKey < lo+"\xff" {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// outputSlack is room past the target for the block that crosses it and
+// the output's index and footer.
+const outputSlack = 1 << 20
+
+// outputWriter writes merge outputs under the task's keys: streamed (memory
+// bounded by the store's part size, never by the object) when the store can,
+// else through one reused buffer of at most target + one block + index.
+type outputWriter struct {
+	ctx     context.Context
+	objects Objects
+	stream  Streamer
+	keyOf   func(n int) string
+	size    int
+	buf     *bytes.Buffer
+	up      store.Upload
+}
+
+func (e *Executor) outputWriter(ctx context.Context, task contract.Task, job Job, target int64) *outputWriter {
+	w := &outputWriter{ctx: ctx, objects: e.objects, size: int(min(target, job.Bytes()) + outputSlack),
+		keyOf: func(n int) string { return contract.RewriteOutputKey(task.Collection, job.OutputLevel, task.TaskID, n) }}
+	w.stream, _ = e.objects.(Streamer)
+	return w
+}
+
+func (w *outputWriter) open(n int) (io.Writer, error) {
+	if w.stream != nil {
+		up, err := w.stream.Create(w.ctx, w.keyOf(n))
+		if err != nil {
+			return nil, fmt.Errorf("write output %s: %w", w.keyOf(n), err)
+		}
+		w.up = up
+		return up, nil
+	}
+	if w.buf == nil {
+		w.buf = bytes.NewBuffer(make([]byte, 0, w.size))
+	}
+	w.buf.Reset()
+	return w.buf, nil
+}
+
+// close makes output n visible and returns its key.
+func (w *outputWriter) close(n int) (string, error) {
+	key := w.keyOf(n)
+	if w.up != nil {
+		up := w.up
+		w.up = nil
+		if err := up.Close(); err != nil {
+			return key, fmt.Errorf("write output %s: %w", key, err)
+		}
+		return key, nil
+	}
+	if _, err := w.objects.Put(w.ctx, key, w.buf.Bytes()); err != nil {
+		return key, fmt.Errorf("write output %s: %w", key, err)
+	}
+	return key, nil
+}
+
+// abort discards an output that was opened but not finished.
+func (w *outputWriter) abort() {
+	if w.up != nil {
+		_ = w.up.Abort()
+		w.up = nil
+	}
+}
+
+// matches checks an input's verified footer against its manifest entry.
+func matches(f segment.Footer, o contract.ObjectEntry) error {
+	if f.Records != o.DocCount || f.Deletes != o.DeleteCount || f.MinSeq != o.MinSeq || f.MaxSeq != o.MaxSeq ||
+		f.MinKey != o.MinRecordKey || f.MaxKey != o.MaxRecordKey {
+		return fmt.Errorf("input %s: segment footer (%d records, %d deletes, seq %d..%d, keys %q..%q) does not match its manifest entry: %w",
+			o.Key, f.Records, f.Deletes, f.MinSeq, f.MaxSeq, f.MinKey, f.MaxKey, contract.ErrInvalid)
+	}
+	return nil
+}
+
+// openPinned reopens the manifest a task is pinned to. A manifest that
+// cannot be reopened with the pinned checksum makes the task stale (rule 2);
+// stale is then non-nil.
+func (e *Executor) openPinned(ctx context.Context, task contract.Task) (contract.Manifest, *Result, error) {
+	key := contract.ManifestKey(task.Collection, task.BaseManifestVersion, task.BaseManifestChecksum)
+	root, err := e.lin.Root(ctx, key, task.BaseManifestChecksum)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, contract.ErrChecksumMismatch):
+		return root, &Result{Outcome: OutcomeStale, Reason: "pinned manifest cannot be reopened: " + err.Error()}, nil
+	case err != nil:
+		return root, nil, err
+	case root.Version != task.BaseManifestVersion || root.Collection != task.Collection:
+		return root, nil, fmt.Errorf("pinned manifest %s is %s v%d: %w", key, root.Collection, root.Version, contract.ErrInvalid)
+	}
+	return root, nil, nil
+}
+
+func orStale(stale *Result) Result {
+	if stale == nil {
+		return Result{}
+	}
+	return *stale
+}
+
+// report1 revalidates the base once more and, if it still holds, reports
+// one completion replacing inputs by added. reported is false when the base
+// went stale (c.Reason says why) or revalidation failed (err).
+func (e *Executor) report1(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time, reason string,
+	inputs, added []contract.ObjectEntry, bytesRead, bytesWritten int64) (contract.Completion, bool, error) {
+	if _, stale, err := e.revalidate(ctx, task); err != nil || stale != "" {
+		return contract.Completion{Reason: stale}, false, err
+	}
+	cov := contract.Coverage{Removed: inputs, Added: added}
+	c := contract.Completion{
+		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
+		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
+		CCSFactsVersion: task.CCSFactsVersion, LeaseEpoch: ls.LeaseEpoch, Outcome: contract.OutcomeSucceeded,
+		Reason: reason, StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
+		BytesRead: bytesRead, BytesWritten: bytesWritten, Coverage: &cov,
+	}
+	if err := e.report.Report(ctx, c); err != nil {
+		return c, true, fmt.Errorf("report completion of %s: %w", task.TaskID, err)
+	}
+	return c, true, nil
+}

@@ -1,0 +1,155 @@
+package demo
+
+import (
+	"bufio"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/searchfabric/bcc/shared/devstack/localaws"
+	"github.com/searchfabric/bcc/shared/lambda/handler"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// CollectionSummary is one collection's line in the summary.
+type CollectionSummary struct {
+	HeadsObserved int            `json:"heads_observed"`
+	Duplicates    int            `json:"duplicate_events_absorbed"`
+	Stale         int            `json:"stale_events_absorbed"`
+	Tasks         map[string]int `json:"tasks_enqueued"`
+	FinalVersion  uint64         `json:"final_version"`
+	Appends       int            `json:"appends_observed"`
+	Cutovers      int            `json:"cutovers_observed"`
+	ObjectsAdded  int            `json:"objects_appended"`
+	ObjectsAfter  int64          `json:"objects_final"`
+	KeysVerified  int            `json:"keys_verified"`
+}
+
+// Summary is the demo's result (printed and written as JSON).
+type Summary struct {
+	Collections      int                           `json:"collections"`
+	CommitsPerColl   int                           `json:"commits_per_collection"`
+	Invocations      map[string]int                `json:"invocations"`
+	InvocationErrors map[string]int                `json:"invocation_errors"`
+	Metrics          map[string]float64            `json:"metrics"`
+	PerCollection    map[string]*CollectionSummary `json:"per_collection"`
+	TasksByKind      map[string]int                `json:"tasks_enqueued_by_kind"`
+	AWSCalls         map[string]int                `json:"aws_calls"`
+	Verified         bool                          `json:"verified"`
+	Problems         []string                      `json:"problems,omitempty"`
+	ElapsedSeconds   float64                       `json:"elapsed_seconds"`
+}
+
+// recorder collects invocations through the stack's hook.
+type recorder struct {
+	mu  sync.Mutex
+	sum *Summary
+}
+
+func (r *recorder) coll(c string) *CollectionSummary {
+	cs, ok := r.sum.PerCollection[c]
+	if !ok {
+		cs = &CollectionSummary{Tasks: map[string]int{}}
+		r.sum.PerCollection[c] = cs
+	}
+	return cs
+}
+
+func (r *recorder) record(inv localaws.Invocation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sum.Invocations[inv.Function]++
+	if inv.Err != nil {
+		r.sum.InvocationErrors[inv.Function]++
+	}
+	if inv.Function != resources.FnObserver || inv.Err != nil {
+		return
+	}
+	var resp handler.ObserverResponse
+	if err := json.Unmarshal(inv.Response, &resp); err != nil {
+		return
+	}
+	for _, res := range resp.Results {
+		if res.Collection == "" {
+			continue
+		}
+		cs := r.coll(res.Collection)
+		switch res.Outcome {
+		case "advanced":
+			cs.HeadsObserved++
+			switch res.Origin {
+			case "append":
+				cs.Appends++
+				cs.ObjectsAdded++ // the workload writes one segment per append
+			case "cutover":
+				cs.Cutovers++
+			}
+		case "duplicate":
+			cs.Duplicates++
+		case "stale":
+			cs.Stale++
+		}
+		for _, k := range res.Tasks {
+			cs.Tasks[k]++
+			r.sum.TasksByKind[k]++
+		}
+	}
+	if resp.Reconcile != nil {
+		for k, n := range resp.Reconcile.Enqueued {
+			r.sum.TasksByKind[string(k)] += n
+		}
+	}
+}
+
+// sumEMF adds every metric of every EMF line as "Function.Metric[|Dim=Value]".
+func sumEMF(lines string) map[string]float64 {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(lines))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			continue
+		}
+		fn, _ := line["Function"].(string)
+		aws, _ := line["_aws"].(map[string]any)
+		cwm, _ := aws["CloudWatchMetrics"].([]any)
+		if len(cwm) == 0 {
+			continue
+		}
+		def, _ := cwm[0].(map[string]any)
+		dims, _ := def["Dimensions"].([]any)
+		suffix := ""
+		if len(dims) > 0 {
+			for _, d := range dims[len(dims)-1].([]any) {
+				if name := d.(string); name != "Function" {
+					suffix = "|" + name + "=" + toString(line[name])
+				}
+			}
+		}
+		metricsDefs, _ := def["Metrics"].([]any)
+		for _, m := range metricsDefs {
+			name := m.(map[string]any)["Name"].(string)
+			switch v := line[name].(type) {
+			case float64:
+				out[fn+"."+name+suffix] += v
+			case []any: // a duration's observations: keep the maximum
+				for _, x := range v {
+					if f, ok := x.(float64); ok {
+						out[fn+"."+name+".max"] = max(out[fn+"."+name+".max"], f)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func toString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,212 @@
+package localaws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/truora/minidyn/server"
+
+	"github.com/searchfabric/bcc/shared/devstack/localaws/sqsd"
+)
+
+// Defaults of the embedded stack.
+const (
+	DefaultAddr    = "127.0.0.1:4566"
+	Region         = "us-east-1"
+	AccountID      = "000000000000"
+	ServicePrefix  = "/_bcc/" // stand-in owner services are mounted below this path
+	dynamoTarget   = "DynamoDB_20120810."
+	sqsTargetPrefx = "AmazonSQS."
+)
+
+// Options configure a Stack.
+type Options struct {
+	Addr   string // listen address; "127.0.0.1:0" picks a free port
+	Logger *slog.Logger
+	// HoldS3Events keeps S3 notifications for the caller (TakeS3Events)
+	// instead of delivering them, so tests can duplicate and reorder them.
+	HoldS3Events bool
+	// Upstream, when set (e.g. http://localhost:4566 for LocalStack), makes
+	// the stack a proxy: S3, DynamoDB and SQS requests go to that endpoint
+	// instead of the in-process emulators, while notification configuration,
+	// event delivery and event source mappings stay here. The same tests then
+	// run against another implementation of the AWS APIs.
+	Upstream string
+}
+
+// Stack is a running embedded AWS endpoint.
+type Stack struct {
+	opts     Options
+	log      *slog.Logger
+	srv      *http.Server
+	ln       net.Listener
+	url      string
+	s3       http.Handler
+	ddb      http.Handler
+	sqs      http.Handler
+	notify   *notifier
+	mux      *http.ServeMux
+	counts   *Counter
+	fns      *registry
+	mappings []*mapping
+	mu       sync.Mutex
+	closed   bool
+	wg       sync.WaitGroup
+	stop     context.CancelFunc
+	ctx      context.Context
+}
+
+// Start listens on opts.Addr and serves until Close.
+func Start(opts Options) (*Stack, error) {
+	if opts.Addr == "" {
+		opts.Addr = DefaultAddr
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("embedded stack: listen on %s: %w", opts.Addr, err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Stack{
+		opts: opts, log: opts.Logger, ln: ln, url: "http://" + ln.Addr().String(),
+		ddb: server.NewServer(), mux: http.NewServeMux(), counts: newCounter(),
+		fns: newRegistry(), ctx: ctx, stop: stop,
+	}
+	s.s3 = gofakes3.New(s3mem.New(), gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)).Server()
+	s.sqs = sqsd.New(sqsd.Options{Region: Region, AccountID: AccountID, BaseURL: s.URL})
+	if opts.Upstream != "" {
+		u, err := url.Parse(opts.Upstream)
+		if err != nil || u.Host == "" {
+			_ = ln.Close()
+			stop()
+			return nil, fmt.Errorf("embedded stack: upstream %q is not a URL", opts.Upstream)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		s.s3, s.ddb, s.sqs = proxy, proxy, proxy
+	}
+	s.notify = newNotifier(s)
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("embedded stack stopped", "err", err)
+		}
+	}()
+	return s, nil
+}
+
+// URL is the endpoint, e.g. http://127.0.0.1:4566.
+func (s *Stack) URL() string { return s.url }
+
+// Counter returns the per-operation request counter.
+func (s *Stack) Counter() *Counter { return s.counts }
+
+// Mount serves h below ServicePrefix+name+"/" (the stand-in owner services).
+func (s *Stack) Mount(name string, h http.Handler) {
+	p := ServicePrefix + name + "/"
+	s.mux.Handle(p, http.StripPrefix(strings.TrimSuffix(p, "/"), h))
+}
+
+// ServiceURL is the base URL of a mounted service.
+func (s *Stack) ServiceURL(name string) string { return s.url + ServicePrefix + name }
+
+// ServeHTTP routes one request to the emulated service it addresses.
+func (s *Stack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	target := r.Header.Get("X-Amz-Target")
+	count := s.counts.add
+	if r.Header.Get(internalHeader) != "" {
+		count = func(string, string) {}
+	}
+	switch {
+	case strings.HasPrefix(r.URL.Path, ServicePrefix):
+		s.mux.ServeHTTP(w, r)
+	case strings.HasPrefix(target, dynamoTarget):
+		count("dynamodb", strings.TrimPrefix(target, dynamoTarget))
+		s.ddb.ServeHTTP(w, r)
+	case strings.HasPrefix(target, sqsTargetPrefx):
+		count("sqs", strings.TrimPrefix(target, sqsTargetPrefx))
+		s.sqs.ServeHTTP(w, r)
+	default:
+		count("s3", s3Operation(r))
+		s.notify.serveS3(w, r)
+	}
+}
+
+// Close stops event delivery, pollers and the listener.
+func (s *Stack) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	s.wg.Wait()
+	// Give in-flight requests a moment, then cut the rest: a client's long
+	// poll or an abandoned request must not hold a test's teardown.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return s.srv.Close()
+	}
+	return nil
+}
+
+// Wait blocks until every delivered S3 event has been handled and every
+// mapped queue is empty with nothing in flight, or ctx ends.
+func (s *Stack) Wait(ctx context.Context) error {
+	for {
+		if s.notify.idle() && s.queuesIdle() {
+			// settle: a handler may be about to enqueue
+			time.Sleep(20 * time.Millisecond)
+			if s.notify.idle() && s.queuesIdle() {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("embedded stack did not settle: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func s3Operation(r *http.Request) string {
+	q := r.URL.Query()
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)
+	hasKey := len(parts) == 2 && parts[1] != ""
+	switch {
+	case q.Has("notification"):
+		return r.Method + "BucketNotification"
+	case r.Method == http.MethodPost && q.Has("delete"):
+		return "DeleteObjects"
+	case r.Method == http.MethodGet && !hasKey:
+		return "ListObjects"
+	case r.Method == http.MethodGet:
+		return "GetObject"
+	case r.Method == http.MethodHead && hasKey:
+		return "HeadObject"
+	case r.Method == http.MethodPut && hasKey:
+		return "PutObject"
+	case r.Method == http.MethodPut:
+		return "CreateBucket"
+	case r.Method == http.MethodDelete && hasKey:
+		return "DeleteObject"
+	case r.Method == http.MethodDelete:
+		return "DeleteBucket"
+	}
+	return r.Method
+}

@@ -1,0 +1,187 @@
+package localenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/core/lineage"
+	"github.com/searchfabric/bcc/shared/devstack/localaws"
+	"github.com/searchfabric/bcc/shared/devstack/standin/ccs"
+	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
+	"github.com/searchfabric/bcc/shared/devstack/standin/watermark"
+	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
+	"github.com/searchfabric/bcc/shared/lambda/app"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// Options configure a local environment.
+type Options struct {
+	Addr              string // default 127.0.0.1:0 (a free port); make local uses 127.0.0.1:4566
+	Prefix            string // resource name prefix, default "bcc"
+	Policy            *app.Policy
+	HoldS3Events      bool
+	VisibilityTimeout time.Duration // default 2s: failed messages return quickly locally
+	NoDelivery        bool          // do not map queues to functions (tests drive them)
+	Publisher         publisher.Options
+	Workload          workload.Options
+	Seed              uint64
+	Log               *slog.Logger
+	Now               func() time.Time
+	// Upstream sends every S3, DynamoDB and SQS call to another endpoint
+	// (LocalStack) instead of the in-process emulators; default: the
+	// environment variable BCC_E2E_ENDPOINT. Resources then get a unique
+	// prefix, since they outlive the environment there.
+	Upstream string
+}
+
+// EnvUpstream names the variable that points local environments (and so
+// the end-to-end tests) at LocalStack: make e2e-localstack sets it.
+const EnvUpstream = "BCC_E2E_ENDPOINT"
+
+// Env is a running local product.
+type Env struct {
+	Stack     *localaws.Stack
+	Prov      localaws.Provisioned
+	Config    app.Config
+	Clients   app.Clients   // counted: every call shows in Stack.Counter()
+	Bucket    *awsio.Bucket // uncounted (fixtures and stand-ins)
+	Lineage   *lineage.Reader
+	Publisher *publisher.Publisher
+	CCS       *ccs.Service
+	Watermark *watermark.Publisher
+	Workload  *workload.Generator
+	Metrics   *SyncBuffer // EMF lines written by functions
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+// SyncBuffer is a goroutine-safe buffer.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns the contents.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start brings everything up.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.Upstream == "" {
+		opts.Upstream = os.Getenv(EnvUpstream)
+	}
+	if opts.Prefix == "" && opts.Upstream != "" {
+		opts.Prefix = fmt.Sprintf("e2e%08x", rand.Uint32())
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "bcc"
+	}
+	if opts.VisibilityTimeout == 0 {
+		opts.VisibilityTimeout = 2 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Workload.RecordsPerCommit == 0 {
+		opts.Workload = workload.Options{RecordsPerCommit: 50, KeySpace: 400, DeleteFraction: 0.1, PayloadBytes: 64}
+	}
+	stack, err := localaws.Start(localaws.Options{Addr: opts.Addr, Logger: opts.Log, HoldS3Events: opts.HoldS3Events, Upstream: opts.Upstream})
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Stack: stack, Metrics: &SyncBuffer{}, Now: opts.Now, Log: opts.Log}
+	if err := e.init(ctx, opts); err != nil {
+		_ = stack.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) init(ctx context.Context, opts Options) error {
+	def := resources.Default(opts.Prefix)
+	e.Clients = app.ClientsFrom(localaws.Config(e.Stack.URL()), true)
+	prov, err := localaws.Provision(ctx, localaws.Clients{S3: e.Clients.S3, Dynamo: e.Clients.Dynamo, SQS: e.Clients.SQS}, def,
+		localaws.ProvisionOptions{VisibilityTimeout: opts.VisibilityTimeout})
+	if err != nil {
+		return fmt.Errorf("provision: %w", err)
+	}
+	e.Prov = prov
+	// Stand-ins and fixtures use uncounted clients: the stack's counter then
+	// shows only the product's own AWS calls.
+	internal := e.Stack.InternalClients()
+	e.Bucket = awsio.NewBucket(internal.S3, def.Bucket.Name)
+	e.Lineage = lineage.New(e.Bucket, 1024)
+	e.Publisher = publisher.New(e.Bucket, opts.Now, opts.Publisher, opts.Log)
+	e.CCS = ccs.New(internal.Dynamo, def.CCSTable.Name, opts.Now)
+	e.Watermark = watermark.New(e.Bucket, def.WatermarkKey)
+	e.Workload = workload.New(e.Publisher, e.CCS, e.Bucket, opts.Now, opts.Seed, opts.Workload)
+	e.Stack.Mount("publisher", e.Publisher.Handler())
+	e.Stack.Mount("ccs", e.CCS.Handler())
+	policy := app.DefaultPolicy()
+	if opts.Policy != nil {
+		policy = *opts.Policy
+	}
+	e.Config = app.Config{
+		Bucket: def.Bucket.Name, Table: def.Table.Name, QueueURLs: prov.QueueURLs,
+		PublisherEndpoint: e.Stack.ServiceURL("publisher"), CCSEndpoint: e.Stack.ServiceURL("ccs"),
+		WatermarkBucket: def.Bucket.Name, WatermarkKey: def.WatermarkKey, AWSEndpoint: e.Stack.URL(), Policy: policy,
+	}
+	// Functions see exactly the configuration a deployed function would:
+	// rendered to its environment and parsed back.
+	env := e.Config.Env()
+	cfg, err := app.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		return err
+	}
+	rt := app.Runtime{Now: opts.Now, Out: e.Metrics, Log: opts.Log}
+	for name, h := range Handlers(cfg, e.Clients, rt) {
+		fn, _ := def.Function(name)
+		e.Stack.RegisterFunction(name, h, fn.Timeout)
+	}
+	if !opts.NoDelivery {
+		e.Stack.MapQueues(prov)
+	}
+	return e.Watermark.Publish(ctx, opts.Now().Add(-time.Minute), opts.Now())
+}
+
+// Handlers returns every function's handler, wired as on Lambda.
+func Handlers(cfg app.Config, cl app.Clients, rt app.Runtime) map[string]any {
+	return map[string]any{
+		resources.FnObserver:   app.ObserverHandler(cfg, cl, rt).Handle,
+		resources.FnCompaction: app.CompactionHandler(cfg, cl, rt).Handle,
+		resources.FnHandoff:    app.HandoffHandler(cfg, cl, rt).Handle,
+		resources.FnGC:         app.GCHandler(cfg, cl, rt).Handle,
+	}
+}
+
+// Close stops the stack.
+func (e *Env) Close() error { return e.Stack.Close() }
+
+// Settle waits until every notification was handled and every queue drained.
+func (e *Env) Settle(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return e.Stack.Wait(ctx)
+}

@@ -1,0 +1,159 @@
+package workload
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/segment"
+	"github.com/searchfabric/bcc/shared/devstack/standin/ccs"
+	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
+)
+
+// Objects is where segments are written.
+type Objects interface {
+	Put(ctx context.Context, key string, body []byte) (string, error)
+}
+
+// Write is one put or delete of a key.
+type Write struct {
+	Key     string
+	Delete  bool
+	Payload []byte
+}
+
+// Options shape generated appends.
+type Options struct {
+	RecordsPerCommit int
+	KeySpace         int
+	DeleteFraction   float64
+	PayloadBytes     int
+}
+
+// Generator commits appends and remembers what each key must read as.
+type Generator struct {
+	pub     *publisher.Publisher
+	ccs     *ccs.Service
+	objects Objects
+	now     func() time.Time
+	rng     *rand.Rand
+	opts    Options
+	mu      sync.Mutex
+	want    map[string]map[string]Write // collection -> key -> last write
+}
+
+// New returns a generator seeded with seed.
+func New(pub *publisher.Publisher, ccsSvc *ccs.Service, objects Objects, now func() time.Time, seed uint64, opts Options) *Generator {
+	return &Generator{pub: pub, ccs: ccsSvc, objects: objects, now: now, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		opts: opts, want: map[string]map[string]Write{}}
+}
+
+// Create registers a collection with CCS and commits its version 1.
+func (g *Generator) Create(ctx context.Context, collection string, lifecycle contract.Lifecycle) error {
+	if g.ccs != nil {
+		if _, err := g.ccs.PutFacts(ctx, contract.CollectionFacts{Collection: collection, Lifecycle: lifecycle}); err != nil {
+			return err
+		}
+	}
+	if _, err := g.pub.Create(ctx, collection); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.want[collection] = map[string]Write{}
+	g.mu.Unlock()
+	return nil
+}
+
+// Random returns a random batch of writes.
+func (g *Generator) Random() []Write {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ws := make([]Write, 0, g.opts.RecordsPerCommit)
+	for range g.opts.RecordsPerCommit {
+		k := fmt.Sprintf("doc-%06d", g.rng.IntN(max(g.opts.KeySpace, 1)))
+		if g.rng.Float64() < g.opts.DeleteFraction {
+			ws = append(ws, Write{Key: k, Delete: true})
+			continue
+		}
+		p := make([]byte, g.opts.PayloadBytes)
+		for i := range p {
+			p[i] = byte('a' + g.rng.IntN(26))
+		}
+		ws = append(ws, Write{Key: k, Payload: p})
+	}
+	return ws
+}
+
+// Append commits writes as one new segment and returns the committed head.
+// Within one batch the last write of a key wins.
+func (g *Generator) Append(ctx context.Context, collection string, writes []Write) (contract.Head, error) {
+	batch := lastPerKey(writes)
+	head, err := g.pub.Commit(ctx, collection, func(ctx context.Context, base publisher.Snapshot) (publisher.Change, error) {
+		return g.writeSegment(ctx, collection, base, batch)
+	})
+	if err != nil {
+		return head, fmt.Errorf("append to %s: %w", collection, err)
+	}
+	g.mu.Lock()
+	for _, w := range batch {
+		g.want[collection][w.Key] = w
+	}
+	g.mu.Unlock()
+	return head, nil
+}
+
+func (g *Generator) writeSegment(ctx context.Context, collection string, base publisher.Snapshot, batch []Write) (publisher.Change, error) {
+	var buf bytes.Buffer
+	w := segment.NewWriter(&buf, segment.WriterOptions{})
+	ts := g.now().UnixMilli()
+	for i, wr := range batch {
+		rec := segment.Record{Key: wr.Key, Seq: base.Root.NextSeq + uint64(i), Delete: wr.Delete, TsUnixMs: ts, Payload: wr.Payload}
+		if err := w.Add(rec); err != nil {
+			return publisher.Change{}, err
+		}
+	}
+	f, err := w.Close()
+	if err != nil {
+		return publisher.Change{}, err
+	}
+	key := contract.AppendSegmentKey(collection, base.Head.Version+1, 0)
+	body := buf.Bytes()
+	if _, err := g.objects.Put(ctx, key, body); err != nil {
+		return publisher.Change{}, fmt.Errorf("write segment %s: %w", key, err)
+	}
+	entry := f.Entry(key, int64(len(body)), contract.Checksum(body), contract.TierHot, 0)
+	return publisher.Change{Added: []contract.ObjectEntry{entry}, Seqs: uint64(len(batch)), Origin: contract.Origin{Kind: contract.OriginAppend}}, nil
+}
+
+func lastPerKey(writes []Write) []Write {
+	last := map[string]Write{}
+	for _, w := range writes {
+		last[w.Key] = w
+	}
+	out := make([]Write, 0, len(last))
+	for _, w := range last {
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b Write) int { return cmp.Compare(a.Key, b.Key) })
+	return out
+}
+
+// Expected returns what every key of collection must read as: its payload,
+// or absent when its last write was a delete.
+func (g *Generator) Expected(collection string) map[string][]byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := map[string][]byte{}
+	for k, w := range g.want[collection] {
+		if !w.Delete {
+			out[k] = w.Payload
+		}
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package app
+
+import (
+	"context"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/compact"
+	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/lambda/handler"
+	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// CompactionOptions replace parts of the compaction wiring in tests and
+// mutation proofs. The zero value is production.
+type CompactionOptions struct {
+	Guards   *guard.Set       // nil: guard.All()
+	Reporter compact.Reporter // nil: the handoff FIFO queue
+	// Objects wraps the data bucket (fault injection); nil: the bucket.
+	Objects func(*awsio.Bucket) compact.Objects
+}
+
+// CompactionHandler wires the compaction function.
+func CompactionHandler(c Config, cl Clients, rt Runtime) *handler.Compaction {
+	return CompactionHandlerWith(c, cl, rt, CompactionOptions{})
+}
+
+// CompactionHandlerWith wires the compaction function with options.
+func CompactionHandlerWith(c Config, cl Clients, rt Runtime, o CompactionOptions) *handler.Compaction {
+	ex, m := CompactionExecutor(c, cl, rt, o)
+	return handler.NewCompaction(ex, m, rt.Out, rt.Now, rt.Log)
+}
+
+// CompactionExecutor wires the compaction use case and its recorder.
+func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (*compact.Executor, *metrics.Recorder) {
+	m := metrics.New(resources.FnCompaction)
+	g := guard.All()
+	if o.Guards != nil {
+		g = *o.Guards
+	}
+	bucket := awsio.NewBucket(cl.S3, c.Bucket)
+	leases := lease.New(awsio.NewLeaseTable(cl.Dynamo, c.Table), g)
+	rep := o.Reporter
+	if rep == nil {
+		rep = HandoffQueue{Queues: awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)}
+	}
+	var facts compact.Facts
+	if ccs := c.ccs(); ccs != nil {
+		facts = ccs
+	}
+	cfg := compact.ExecConfig{
+		Policy:        c.compactionPolicy(),
+		LeaseDuration: c.Policy.LeaseDuration, Guards: g,
+	}
+	var objects compact.Objects = bucket
+	if o.Objects != nil {
+		objects = o.Objects(bucket)
+	}
+	return compact.NewExecutor(objects, leases, facts, rep, rt.Now, cfg, m, rt.Log), m
+}
+
+// HandoffQueue reports completions to the handoff FIFO queue: the group is
+// the collection, the deduplication id the cutover request id (the task id
+// for completions without coverage), so a duplicate report collapses.
+type HandoffQueue struct{ Queues *awsio.FIFOQueues }
+
+// Report implements compact.Reporter.
+func (q HandoffQueue) Report(ctx context.Context, c contract.Completion) error {
+	body, err := contract.Encode(c)
+	if err != nil {
+		return err
+	}
+	dedup := c.TaskID
+	if c.Coverage != nil {
+		dedup = contract.CutoverRequestID(c.TaskID, *c.Coverage)
+	}
+	return q.Queues.Send(ctx, resources.QueueHandoff, []awsio.Message{{Group: c.Collection, DedupID: dedup, Body: body}})
+}
+
+// compactionPolicy is the one compaction policy: the executor plans with it
+// and the observer decides "compaction is due" with it.
+func (c Config) compactionPolicy() compact.Policy {
+	return compact.Policy{MergeFactor: c.Policy.MergeFactor, TargetObjectBytes: c.Policy.TargetObjectSize}
+}

@@ -1,0 +1,115 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/gc"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/lambda/handler"
+	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// GCConfig derives the GC configuration from the policy.
+func GCConfig(p Policy, g guard.Set) gc.Config {
+	cfg := gc.DefaultConfig()
+	cfg.TokenLifetime, cfg.RetentionWindow = p.Observe.TokenLifetime, p.Observe.RetentionWindow
+	cfg.MaxTaskLifetime, cfg.ClockSkew = p.MaxTaskLifetime, p.ClockSkew
+	if p.GCBatchSize > 0 {
+		cfg.BatchSize = min(p.GCBatchSize, 1000)
+	}
+	cfg.Guards = g
+	return cfg
+}
+
+// GCBucket adapts a bucket to the GC ports.
+type GCBucket struct{ B *awsio.Bucket }
+
+// Get reads an object.
+func (g GCBucket) Get(ctx context.Context, key string) ([]byte, error) { return g.B.Get(ctx, key) }
+
+// List proposes keys under prefix.
+func (g GCBucket) List(ctx context.Context, prefix string) ([]gc.Listed, error) {
+	ls, err := g.B.List(ctx, prefix)
+	out := make([]gc.Listed, len(ls))
+	for i, l := range ls {
+		out[i] = gc.Listed{Key: l.Key, LastModified: l.LastModified}
+	}
+	return out, err
+}
+
+// DeleteBatch deletes up to 1000 keys (404 counts as deleted).
+func (g GCBucket) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResult, error) {
+	r, err := g.B.DeleteBatch(ctx, keys)
+	return gc.DeleteResult{Deleted: r.Deleted, Failed: r.Failed}, err
+}
+
+// gcCompletions sends completions to the handoff FIFO queue: group = the
+// collection, deduplication id = the completion's identity.
+type gcCompletions struct{ q *awsio.FIFOQueues }
+
+func (g gcCompletions) Complete(ctx context.Context, c contract.Completion, dedupID string) error {
+	body, err := contract.Encode(c)
+	if err != nil {
+		return err
+	}
+	return g.q.Send(ctx, resources.QueueHandoff, []awsio.Message{{Group: c.Collection, DedupID: dedupID, Body: body}})
+}
+
+// GCReadPorts are the read-only ports (plans, the CLI).
+func GCReadPorts(c Config, cl Clients) gc.ReadPorts {
+	data := GCBucket{B: awsio.NewBucket(cl.S3, c.Bucket)}
+	wmBucket := data
+	if c.WatermarkBucket != "" && c.WatermarkBucket != c.Bucket {
+		wmBucket = GCBucket{B: awsio.NewBucket(cl.S3, c.WatermarkBucket)}
+	}
+	rp := gc.ReadPorts{Objects: data, Lister: data, Watermark: gc.WatermarkObject{Objects: wmBucket, Key: c.WatermarkKey}}
+	if ccs := c.ccs(); ccs != nil {
+		rp.Facts = ccs
+	} else {
+		rp.Facts = noFacts{}
+	}
+	return rp
+}
+
+// noFacts fails closed: without CCS there are no facts to judge by.
+type noFacts struct{}
+
+func (noFacts) Facts(context.Context, string) (contract.CollectionFacts, error) {
+	return contract.CollectionFacts{}, errNoCCS
+}
+
+// GCPorts are every port the executor uses.
+func GCPorts(c Config, cl Clients) gc.Ports {
+	data := GCBucket{B: awsio.NewBucket(cl.S3, c.Bucket)}
+	return gc.Ports{
+		ReadPorts:   GCReadPorts(c, cl),
+		Deleter:     data,
+		Sweeps:      awsio.NewObservedTable(cl.Dynamo, c.Table),
+		Completions: gcCompletions{q: awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)},
+	}
+}
+
+// GCExecutor wires the GC use case with the given ports and guards. The
+// pacer's clock is real time: pacing is a wall-clock rate, independent of
+// the business clock rt.Now.
+func GCExecutor(c Config, ports gc.Ports, rt Runtime, m *metrics.Recorder, g guard.Set) *gc.Executor {
+	cfg := GCConfig(c.Policy, g)
+	pacer := gc.NewPacer(c.Policy.GCDeletesPerSec, c.Policy.GCGlobalPerSec, cfg.BatchSize, time.Now, gc.SleepContext)
+	return gc.New(ports, cfg, pacer, rt.Now, gc.SleepContext, m, rt.Log)
+}
+
+// GCHandler wires the GC function (production guards: all on).
+func GCHandler(c Config, cl Clients, rt Runtime) *handler.GC {
+	m := metrics.New(resources.FnGC)
+	return handler.NewGC(GCExecutor(c, GCPorts(c, cl), rt, m, guard.All()), m, rt.Out, rt.Now, rt.Log)
+}
+
+var errNoCCS = errorString("no CCS endpoint configured: GC cannot read lifecycle/tombstone facts")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

@@ -1,0 +1,76 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/adapters/owners"
+	"github.com/searchfabric/bcc/shared/core/handoff"
+	"github.com/searchfabric/bcc/shared/core/lineage"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/lambda/handler"
+	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// HandoffOptions replace parts of the handoff wiring in tests and mutation
+// proofs. The zero value is production.
+type HandoffOptions struct {
+	Guards    *guard.Set        // nil: guard.All()
+	Publisher handoff.Publisher // nil: the publisher endpoint
+}
+
+// HandoffHandler wires the handoff function.
+func HandoffHandler(c Config, cl Clients, rt Runtime) *handler.Handoff {
+	return HandoffHandlerWith(c, cl, rt, HandoffOptions{})
+}
+
+// HandoffHandlerWith wires the handoff function with options.
+func HandoffHandlerWith(c Config, cl Clients, rt Runtime, o HandoffOptions) *handler.Handoff {
+	uc, m := HandoffUseCase(c, cl, rt, o)
+	return handler.NewHandoff(uc, m, rt.Out, rt.Now, rt.Log)
+}
+
+// HandoffUseCase wires the handoff use case and its recorder.
+func HandoffUseCase(c Config, cl Clients, rt Runtime, o HandoffOptions) (*handoff.Handoff, *metrics.Recorder) {
+	m := metrics.New(resources.FnHandoff)
+	g := guard.All()
+	if o.Guards != nil {
+		g = *o.Guards
+	}
+	bucket := awsio.NewBucket(cl.S3, c.Bucket)
+	pub := o.Publisher
+	if pub == nil {
+		pub = owners.NewPublisher(owners.New(c.PublisherEndpoint, c.Policy.OwnerTimeout))
+	}
+	var ccs handoff.CCS
+	if s := c.ccs(); s != nil {
+		ccs = s
+	}
+	cfg := handoff.Config{MaxTaskLifetime: c.Policy.MaxTaskLifetime, Guards: g}
+	// Production handoff can delete nothing: only the mutation with the
+	// ambiguous re-read switched off gets a reclaimer, to show the harm.
+	var reclaim handoff.Reclaimer
+	if !g.AmbiguousReread {
+		reclaim = bucketReclaimer{bucket}
+	}
+	return handoff.New(lineage.New(bucket, 256), pub, ccs, reclaim, rt.Now, cfg, m, rt.Log), m
+}
+
+// bucketReclaimer deletes keys in batches. Only the unguarded ambiguous
+// path of the handoff uses it (see handoff.Reclaimer).
+type bucketReclaimer struct{ b *awsio.Bucket }
+
+func (r bucketReclaimer) DeleteKeys(ctx context.Context, keys []string) error {
+	for start := 0; start < len(keys); start += 1000 {
+		res, err := r.b.DeleteBatch(ctx, keys[start:min(start+1000, len(keys))])
+		if err != nil {
+			return err
+		}
+		if len(res.Failed) > 0 {
+			return fmt.Errorf("delete %d objects failed", len(res.Failed))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/searchfabric/bcc/shared/core/observe"
+	"github.com/searchfabric/bcc/shared/metrics"
+)
+
+// Observer handles S3 head notifications and scheduled reconciliation.
+type Observer struct {
+	uc      *observe.Observer
+	catalog observe.Catalog
+	metrics *metrics.Recorder
+	out     io.Writer
+	now     func() time.Time
+	log     *slog.Logger
+}
+
+// NewObserver returns the observer handler.
+func NewObserver(uc *observe.Observer, catalog observe.Catalog, m *metrics.Recorder, out io.Writer, now func() time.Time, log *slog.Logger) *Observer {
+	return &Observer{uc: uc, catalog: catalog, metrics: m, out: out, now: now, log: log}
+}
+
+// ObserverResponse is the invocation's answer (visible in tests and logs).
+type ObserverResponse struct {
+	Results   []ObservedHead           `json:"results,omitempty"`
+	Reconcile *observe.ReconcileReport `json:"reconcile,omitempty"`
+}
+
+// ObservedHead summarises one record.
+type ObservedHead struct {
+	Key        string   `json:"key"`
+	Outcome    string   `json:"outcome"`
+	Collection string   `json:"collection,omitempty"`
+	Version    uint64   `json:"version,omitempty"`
+	Origin     string   `json:"origin,omitempty"` // create, append or cutover
+	Tasks      []string `json:"tasks,omitempty"`  // task kinds enqueued
+}
+
+// ErrUnrecognisedEvent: the payload is neither an S3 event nor a schedule.
+var ErrUnrecognisedEvent = errors.New("unrecognised event")
+
+type envelope struct {
+	Records []struct {
+		EventSource string `json:"eventSource"`
+	} `json:"Records"`
+	Source     string `json:"source"`
+	DetailType string `json:"detail-type"`
+}
+
+// Handle dispatches on the event's shape.
+func (h *Observer) Handle(ctx context.Context, raw json.RawMessage) (ObserverResponse, error) {
+	defer h.flush()
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return ObserverResponse{}, fmt.Errorf("%w: %w", ErrUnrecognisedEvent, err)
+	}
+	switch {
+	case len(env.Records) > 0 && env.Records[0].EventSource == "aws:s3":
+		var ev events.S3Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return ObserverResponse{}, fmt.Errorf("decode S3 event: %w", err)
+		}
+		return h.handleS3(ctx, ev)
+	case env.Source == "aws.events" && env.DetailType == "Scheduled Event":
+		rep, err := h.uc.Reconcile(ctx, h.catalog)
+		return ObserverResponse{Reconcile: &rep}, err
+	}
+	return ObserverResponse{}, fmt.Errorf("%w: no S3 records and not a scheduled event", ErrUnrecognisedEvent)
+}
+
+func (h *Observer) handleS3(ctx context.Context, ev events.S3Event) (ObserverResponse, error) {
+	var resp ObserverResponse
+	var errs []error
+	for _, r := range ev.Records {
+		key := r.S3.Object.URLDecodedKey
+		res, err := h.uc.HandleKey(ctx, key)
+		if err != nil {
+			h.log.Error("head not observed", "key", key, "err", err)
+			h.metrics.Add("ObserveFailures", 1)
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+			resp.Results = append(resp.Results, ObservedHead{Key: key, Outcome: "error", Collection: res.Collection})
+			continue
+		}
+		oh := ObservedHead{Key: key, Outcome: string(res.Outcome), Collection: res.Collection, Version: res.Version, Origin: res.Origin}
+		for _, t := range res.Tasks {
+			oh.Tasks = append(oh.Tasks, string(t.Kind))
+		}
+		resp.Results = append(resp.Results, oh)
+	}
+	return resp, errors.Join(errs...)
+}
+
+func (h *Observer) flush() {
+	if err := h.metrics.Flush(h.out, h.now()); err != nil {
+		h.log.Warn("metrics flush failed", "err", err)
+	}
+}

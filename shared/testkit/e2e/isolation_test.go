@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/devstack/localenv"
+	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// Rule 9: a collection whose compaction message keeps failing (a poison
+// message in its FIFO group) does not hold back another collection: that
+// one's commits are observed, compacted and cut over while the poison
+// message is retried and finally moved to the DLQ, and nothing is published
+// or deleted because of it.
+func TestOneCollectionsBacklogDoesNotBlockAnother(t *testing.T) {
+	env := start(t, localenv.Options{Policy: policy(3), VisibilityTimeout: 2 * time.Second})
+	ctx := context.Background()
+	for _, c := range []string{"stuck", "flowing"} {
+		if err := env.Workload.Create(ctx, c, contract.Lifecycle{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poison := `{"schema_version":1,"task_id":"x","task_kind":"compaction","collection":"stuck","surprise":true}`
+	if _, err := env.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(env.Prov.QueueURLs[resources.QueueCompaction]),
+		MessageBody: aws.String(poison), MessageGroupId: aws.String("stuck"), MessageDeduplicationId: aws.String("poison")}); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		if _, err := env.Workload.Append(ctx, "flowing", env.Workload.Random()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The flowing collection gets its cutover while the stuck group is still
+	// retrying its poison message (maxReceiveCount 5 x 2 s visibility).
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		_, root, err := env.Lineage.HeadRoot(ctx, "flowing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if root.Origin.Kind == contract.OriginCutover {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flowing collection not compacted while another group is stuck (head v%d, %s)", root.Version, root.Origin.Kind)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if queueDepth(t, env, resources.QueueCompaction) == 0 {
+		t.Fatal("the poison message was already gone: the test did not overlap the two collections")
+	}
+	settle(t, env)
+	got, _, err := workload.Read(ctx, env.Lineage, env.Bucket, "flowing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := workload.Diff(env.Workload.Expected("flowing"), got); len(d) > 0 {
+		t.Fatalf("flowing collection lost writes: %v", d[:min(5, len(d))])
+	}
+	out, err := env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.Prov.DLQURLs[resources.QueueCompaction]), WaitTimeSeconds: 1})
+	if err != nil || len(out.Messages) != 1 || aws.ToString(out.Messages[0].Body) != poison {
+		t.Fatalf("poison message not in the DLQ intact: %v %+v", err, out)
+	}
+}

@@ -1,0 +1,686 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/compact"
+	"github.com/searchfabric/bcc/shared/core/gc"
+	"github.com/searchfabric/bcc/shared/core/handoff"
+	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/core/lineage"
+	"github.com/searchfabric/bcc/shared/core/observe"
+	"github.com/searchfabric/bcc/shared/core/segment"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// Policy of the simulated deployment: tiny objects so that every path
+// (splits, several parts, several batches) runs with a few records.
+var (
+	compactionPolicy = compact.Policy{MergeFactor: 4, TargetObjectBytes: 400, MaxLevel: 3}
+	observeConfig    = observe.Config{MergeFactor: 4, DeleteDensity: 0.3, TokenLifetime: TokenLifetime, RetentionWindow: RetentionWindow, GCSweepInterval: GCSweepInterval,
+		// as deployed (package app): "due" is the executor's own debt rule
+		CompactionDue: func(s contract.Summary) bool { return compact.Debt(s, compactionPolicy).Due() }}
+)
+
+func (w *World) gcConfig() gc.Config {
+	return gc.Config{TokenLifetime: TokenLifetime, RetentionWindow: RetentionWindow, MaxTaskLifetime: MaxTaskLifetime, ClockSkew: ClockSkew,
+		BatchSize: 3, MaxAttempts: 3, RetryBackoff: 200 * time.Millisecond, RetryAfter: time.Minute, PartCache: 64, Guards: w.cfg.Guards}
+}
+
+// ---------------------------------------------------------------------------
+// The coordinator's functions, each one invocation of the real use case.
+
+func (w *World) observer(now func() time.Time) *observe.Observer {
+	return observe.New(w.bucket, w.state, taskQueue{w}, w.ccs, now, observeConfig, nil, nil)
+}
+
+// deliver hands the i-th pending head notification to the observer
+// function. A failed invocation is retried by S3's async invoke at most
+// twice; after that the notification is lost (reconcile recovers it).
+func (w *World) deliver(i int, keep bool) {
+	n := w.notes[i]
+	if !keep {
+		w.notes = slices.Delete(w.notes, i, i+1)
+	}
+	var res observe.Result
+	crashed, err := w.invoke("observer", true, "", func(now func() time.Time) error {
+		var err error
+		res, err = w.observer(now).HandleKey(w.ctx, n.key)
+		return err
+	})
+	w.logf("  observe %s (notification %d): %s v%d tasks=%d crashed=%v err=%v", n.key, n.seq, res.Outcome, res.Version, len(res.Tasks), crashed, err)
+	if (crashed || err != nil) && !keep {
+		w.count("notify-failed")
+		if w.rng.IntN(3) > 0 { // async retry; otherwise lost
+			w.notes = append(w.notes, n)
+		}
+	}
+}
+
+func (w *World) reconcile() {
+	var rep observe.ReconcileReport
+	crashed, err := w.invoke("reconcile", true, "", func(now func() time.Time) error {
+		var err error
+		rep, err = w.observer(now).Reconcile(w.ctx, w.ccs)
+		return err
+	})
+	w.logf("  reconcile: advanced=%d enqueued=%v failed=%d crashed=%v err=%v", rep.Advanced, rep.Enqueued, len(rep.Failed), crashed, err)
+}
+
+// consume receives one message of queue class and runs its consumer. A
+// message whose consumer failed or crashed stays in flight until its
+// visibility timeout (then it is redelivered, or redriven to the DLQ).
+func (w *World) consume(class string) bool {
+	q := w.queues[class]
+	dlq := len(q.DLQ)
+	m, ok := q.Receive(w.t, w.rng.IntN(8))
+	w.Counts["sqs-dlq"] += len(q.DLQ) - dlq
+	if !ok {
+		return false
+	}
+	if m.Receives > 1 {
+		w.count("sqs-redelivered")
+	}
+	var what string
+	fn := map[string]string{resources.QueueCompaction: resources.FnCompaction, resources.QueueGC: resources.FnGC, resources.QueueHandoff: resources.FnHandoff}[class]
+	crashed, err := w.invoke(fn, true, class, func(now func() time.Time) error {
+		var err error
+		what, err = w.runConsumer(class, m, now)
+		return err
+	})
+	acked := false
+	if !crashed && err == nil {
+		acked = q.Delete(m.ID, m.Receipt)
+	}
+	w.logf("  %s msg#%d (receive %d): %s crashed=%v err=%v acked=%v", class, m.ID, m.Receives, what, crashed, err, acked)
+	return true
+}
+
+func (w *World) runConsumer(class string, m Message, now func() time.Time) (string, error) {
+	where := fmt.Sprintf("%s-%d", class, m.ID)
+	switch class {
+	case resources.QueueCompaction:
+		task, err := contract.DecodeTask(where, m.Body)
+		if err != nil {
+			return "malformed", err
+		}
+		ex := compact.NewExecutor(w.bucket, lease.New(w.leases, w.cfg.Guards), w.ccs, reporter{w}, now, compact.ExecConfig{
+			Policy: compactionPolicy, LeaseDuration: LeaseDuration, Writer: segment.WriterOptions{BlockSize: 96}, Guards: w.cfg.Guards}, nil, nil)
+		holder := fmt.Sprintf("worker-%d", w.invSeq)
+		res, err := ex.Run(w.ctx, task, holder)
+		if task.Kind == contract.KindLifecycleTransition {
+			w.count("transition-" + string(res.Outcome))
+		}
+		return fmt.Sprintf("%s %s v%d by %s: %s %s", task.Kind, task.Collection, task.BaseManifestVersion, holder, res.Outcome, res.Reason), err
+	case resources.QueueGC:
+		task, err := contract.DecodeTask(where, m.Body)
+		if err != nil {
+			return "malformed", err
+		}
+		ports := gc.Ports{
+			ReadPorts: gc.ReadPorts{Objects: gcBucket{w.bucket}, Lister: gcBucket{w.bucket}, Facts: w.ccs,
+				Watermark: gc.WatermarkObject{Objects: gcBucket{w.bucket}, Key: WatermarkKey}},
+			Deleter: gcBucket{w.bucket}, Sweeps: w.state, Completions: completions{w},
+		}
+		sleep := func(ctx context.Context, d time.Duration) error { w.t += d.Milliseconds(); return ctx.Err() }
+		pacer := gc.NewPacer(0, 0, 3, now, sleep)
+		rep, err := gc.New(ports, w.gcConfig(), pacer, now, sleep, nil, nil).Run(w.ctx, task)
+		return fmt.Sprintf("%s %s v%d: deleted=%d orphans=%d roots=%d parts=%d deferred=%v blocked=%q refused=%q complete=%v unconfirmed=%d",
+			task.Kind, task.Collection, task.BaseManifestVersion, rep.ObjectsDeleted, rep.OrphansDeleted, rep.ManifestsDeleted, rep.PartsDeleted,
+			rep.DeferredByReason, rep.Blocked, rep.Refused, rep.Complete, len(rep.Unconfirmed)), err
+	default:
+		c, err := contract.DecodeCompletion(where, m.Body)
+		if err != nil {
+			return "malformed", err
+		}
+		h := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaimer{w.bucket}, now,
+			handoff.Config{MaxTaskLifetime: MaxTaskLifetime, Guards: w.cfg.Guards}, nil, nil)
+		res, err := h.Process(w.ctx, c)
+		if c.Kind == contract.KindLifecycleTransition && res.Outcome != "" {
+			w.count("transition-handoff-" + string(res.Outcome))
+		}
+		return fmt.Sprintf("handoff %s %s base v%d: %s v%d %s", c.Kind, c.Collection, c.BaseManifestVersion, res.Outcome, res.Version, res.Reason), err
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Other actors: the workload, readers, the query plane's watermark, CCS.
+
+func (w *World) liveCollections() []string {
+	var out []string
+	for _, c := range w.colNames {
+		if !w.cols[c].tombstoned {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w *World) appendTo(c string) {
+	writes := w.gen.Random()
+	_, err := w.invokeOwner(func() error {
+		_, err := w.gen.Append(w.ctx, c, writes)
+		return err
+	})
+	if err != nil {
+		w.violate("workload", "append to %s failed without faults: %v", c, err)
+	}
+}
+
+// invokeOwner runs an owner's or the workload's action: no faults, no
+// nesting, the true clock.
+func (w *World) invokeOwner(fn func() error) (bool, error) {
+	w.stack = append(w.stack, &invocation{name: "owner"})
+	defer func() { w.stack = w.stack[:len(w.stack)-1] }()
+	return false, fn()
+}
+
+func (w *World) openReader(c string) {
+	col := w.cols[c]
+	h := col.head()
+	r := reader{c: c, v: h.v, openedAt: w.t, till: w.t + TokenLifetime.Milliseconds()}
+	w.readers = append(w.readers, r)
+	w.count("reader-opened")
+	w.logf("  reader opens %s v%d until +%.1fm", c, h.v, float64(r.till-startMs)/60000)
+}
+
+func (w *World) readerRead() {
+	w.expireReaders()
+	if len(w.readers) == 0 {
+		return
+	}
+	r := w.readers[w.rng.IntN(len(w.readers))]
+	v := w.cols[r.c].byVersion[r.v]
+	keys := sortedKeys(v.objects)
+	if len(keys) == 0 {
+		return
+	}
+	k := keys[w.rng.IntN(len(keys))]
+	w.count("reader-reads")
+	if !w.bucket.Exists(k) {
+		w.violate("pinned-delete", "reader of %s v%d cannot read %s", r.c, r.v, k)
+	}
+}
+
+func (w *World) expireReaders() {
+	w.readers = slices.DeleteFunc(w.readers, func(r reader) bool { return r.till <= w.t })
+}
+
+// safeTs is the query plane's true global_safe_ts: no live reader is older.
+func (w *World) safeTs() int64 {
+	w.expireReaders()
+	s := w.t - w.rng.Int64N(30_000)
+	for _, r := range w.readers {
+		s = min(s, r.openedAt)
+	}
+	return s
+}
+
+func (w *World) publishWatermark(safe int64) {
+	b, _ := contract.Encode(contract.Watermark{SchemaVersion: contract.SchemaVersion, GlobalSafeTsUnixMs: safe, PublishedAtUnixMs: w.t})
+	_, _ = w.invokeOwner(func() error { _, err := w.bucket.Put(w.ctx, WatermarkKey, b); return err })
+}
+
+func (w *World) watermarkAction() {
+	switch x := w.rng.IntN(10); {
+	case x < 6:
+		s := w.safeTs()
+		w.publishWatermark(s)
+		w.logf("  watermark published: -%.1fm", float64(w.t-s)/60000)
+	case x < 7:
+		s := w.safeTs() - w.rng.Int64N(40*60_000)
+		w.publishWatermark(s)
+		w.count("watermark-regressed")
+		w.logf("  watermark regressed: -%.1fm", float64(w.t-s)/60000)
+	case x < 9:
+		bodies := [][]byte{[]byte(`{"schema_version":1,"global_safe_ts_unix_ms":0}`), []byte(`not json`),
+			[]byte(fmt.Sprintf(`{"schema_version":1,"global_safe_ts_unix_ms":%d,"published_at_unix_ms":1,"extra":true}`, w.t)),
+			[]byte(fmt.Sprintf(`{"schema_version":9,"global_safe_ts_unix_ms":%d}`, w.t))}
+		b := bodies[w.rng.IntN(len(bodies))]
+		_, _ = w.invokeOwner(func() error { _, err := w.bucket.Put(w.ctx, WatermarkKey, b); return err })
+		w.count("watermark-corrupt")
+		w.logf("  watermark corrupted: %s", b)
+	default:
+		_, _ = w.invokeOwner(func() error { return w.bucket.Delete(w.ctx, WatermarkKey) })
+		w.count("watermark-deleted")
+		w.logf("  watermark deleted")
+	}
+}
+
+func (w *World) wipe() {
+	w.state.Wipe()
+	w.leases.Wipe()
+	w.count("wipe")
+	w.logf("  coordinator state wiped (observed state + leases)")
+}
+
+func (w *World) tombstone(c string) {
+	col := w.cols[c]
+	f := w.ccs.facts[c]
+	f.Tombstoned, f.ReservationHorizonUnixMs = true, w.t
+	f = w.ccs.put(f)
+	col.tombstoned, col.horizon = true, w.t
+	w.count("tombstone")
+	w.logf("  CCS tombstones %s (facts v%d, horizon now)", c, f.FactsVersion)
+}
+
+func (w *World) changeFacts(c string) {
+	f := w.ccs.facts[c]
+	if w.rng.IntN(2) == 0 {
+		if f.Lifecycle.RetentionMs == 0 {
+			f.Lifecycle.RetentionMs = (20 * time.Minute).Milliseconds()
+		} else {
+			f.Lifecycle.RetentionMs = 0
+		}
+	} else {
+		f.Lifecycle = w.transitionPolicy(f.Lifecycle)
+	}
+	f = w.ccs.put(f)
+	w.count("facts-changed")
+	w.logf("  CCS facts of %s -> v%d (retention_ms %d, transition after %dms to %q)", c, f.FactsVersion, f.Lifecycle.RetentionMs,
+		f.Lifecycle.TransitionAfterMs, f.Lifecycle.TransitionToTier)
+}
+
+// transitionPolicy switches a lifecycle tier transition off, or on with a
+// random age and target tier (objects start hot; a later change may move
+// them on to another tier, or back).
+func (w *World) transitionPolicy(lc contract.Lifecycle) contract.Lifecycle {
+	if lc.TransitionAfterMs > 0 && w.rng.IntN(3) == 0 {
+		lc.TransitionAfterMs, lc.TransitionToTier = 0, ""
+		return lc
+	}
+	lc.TransitionAfterMs = (time.Duration(1+w.rng.IntN(30)) * time.Minute).Milliseconds()
+	lc.TransitionToTier = []string{contract.TierWarm, contract.TierCold, contract.TierHot}[w.rng.IntN(3)]
+	return lc
+}
+
+func (w *World) advance(d time.Duration) {
+	w.t += d.Milliseconds()
+}
+
+func (w *World) pick(xs []string) string { return xs[w.rng.IntN(len(xs))] }
+
+// ---------------------------------------------------------------------------
+// The scheduler.
+
+type action struct {
+	weight int
+	name   string
+	run    func()
+}
+
+func (w *World) stepActions() []action {
+	live := w.liveCollections()
+	acts := []action{
+		{14, "deliver", func() {
+			if len(w.notes) == 0 {
+				return
+			}
+			i := 0
+			if w.rng.IntN(3) == 0 {
+				i = w.rng.IntN(len(w.notes))
+				if i > 0 {
+					w.count("notify-reordered")
+				}
+			}
+			w.deliver(i, false)
+		}},
+		{2, "duplicate-notification", func() {
+			if len(w.notes) > 0 {
+				w.count("notify-duplicated")
+				w.deliver(w.rng.IntN(len(w.notes)), true)
+			}
+		}},
+		{3, "drop-notification", func() {
+			if len(w.notes) > 0 {
+				i := w.rng.IntN(len(w.notes))
+				w.logf("  notification %d for %s dropped", w.notes[i].seq, w.notes[i].key)
+				w.notes = slices.Delete(w.notes, i, i+1)
+				w.count("notify-dropped")
+			}
+		}},
+		{6, "reconcile", w.reconcile},
+		{10, "consume-compaction", func() { w.consume(resources.QueueCompaction) }},
+		{8, "consume-gc", func() { w.consume(resources.QueueGC) }},
+		{10, "consume-handoff", func() { w.consume(resources.QueueHandoff) }},
+		{2, "duplicate-message", func() {
+			class := w.pick([]string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff})
+			if q := w.queues[class]; q.Len() > 0 {
+				m := q.Duplicate(w.rng.IntN(q.Len()))
+				m.DedupID = ""
+				w.count("sqs-duplicated")
+				w.logf("  %s message duplicated as msg#%d", class, m.ID)
+			}
+		}},
+		{12, "advance", func() {
+			var d time.Duration
+			switch x := w.rng.IntN(10); {
+			case x < 4:
+				d = time.Duration(w.rng.IntN(30)+1) * time.Second
+			case x < 7:
+				d = LeaseDuration + time.Duration(w.rng.IntN(120))*time.Second
+			default:
+				d = time.Duration(5+w.rng.IntN(20)) * time.Minute
+			}
+			w.advance(d)
+			w.logf("  time advances %s", d)
+		}},
+		{2, "wipe", w.wipe},
+		{8, "watermark", w.watermarkAction},
+		{3, "watermark-stall", func() { w.count("watermark-stalled") }},
+		{4, "reader-read", w.readerRead},
+	}
+	if len(live) > 0 {
+		acts = append(acts,
+			action{20, "append", func() {
+				c := w.pick(live)
+				w.logf("  workload appends to %s", c)
+				w.appendTo(c)
+			}},
+			action{4, "reader-open", func() { w.openReader(w.pick(live)) }},
+			action{1, "facts-change", func() { w.changeFacts(w.pick(live)) }},
+		)
+		if len(w.colNames) > 1 {
+			acts = append(acts, action{1, "tombstone", func() { w.tombstone(w.pick(live)) }})
+		}
+	}
+	return acts
+}
+
+func (w *World) choose(acts []action) action {
+	total := 0
+	for _, a := range acts {
+		total += a.weight
+	}
+	x := w.rng.IntN(total)
+	for _, a := range acts {
+		if x < a.weight {
+			return a
+		}
+		x -= a.weight
+	}
+	return acts[len(acts)-1]
+}
+
+// nested runs another actor's step in the middle of outer's port call.
+func (w *World) nested(outer *invocation, op, key string) {
+	w.count("nested-action")
+	live := w.liveCollections()
+	acts := []action{
+		{4, "advance", func() {
+			d := time.Duration(w.rng.IntN(20)+1) * time.Second
+			w.advance(d)
+			w.logf("   >> inside %s at %s %s: time advances %s", outer.name, op, key, d)
+		}},
+		{4, "lease-expiry", func() {
+			d := LeaseDuration + time.Duration(w.rng.IntN(60))*time.Second
+			w.advance(d)
+			w.count("lease-expiry-mid-task")
+			w.logf("   >> inside %s at %s %s: time advances %s (lease expires)", outer.name, op, key, d)
+		}},
+		{2, "wipe", func() { w.logf("   >> inside %s at %s %s:", outer.name, op, key); w.wipe() }},
+		{2, "watermark", func() { w.logf("   >> inside %s at %s %s:", outer.name, op, key); w.watermarkAction() }},
+		{2, "reconcile", func() { w.logf("   >> inside %s at %s %s:", outer.name, op, key); w.reconcile() }},
+		{2, "deliver", func() {
+			if len(w.notes) > 0 {
+				w.logf("   >> inside %s at %s %s:", outer.name, op, key)
+				w.deliver(w.rng.IntN(len(w.notes)), false)
+			}
+		}},
+		{3, "consume-gc", func() { w.logf("   >> inside %s at %s %s:", outer.name, op, key); w.consume(resources.QueueGC) }},
+		{2, "consume-compaction", func() {
+			w.logf("   >> inside %s at %s %s:", outer.name, op, key)
+			w.consume(resources.QueueCompaction)
+		}},
+	}
+	if outer.queue != "" {
+		acts = append(acts, action{4, "takeover", func() {
+			q := w.queues[outer.queue]
+			if outer.noHeadMoves && outer.queue == resources.QueueHandoff {
+				return
+			}
+			d := q.Visibility + time.Duration(w.rng.IntN(30)+1)*time.Second
+			w.advance(d)
+			w.count("takeover")
+			w.logf("   >> inside %s at %s %s: time advances %s; another worker receives from %s", outer.name, op, key, d, outer.queue)
+			w.consume(outer.queue)
+		}})
+	}
+	if !outer.noHeadMoves {
+		if len(live) > 0 {
+			acts = append(acts, action{8, "append", func() {
+				c := w.pick(live)
+				w.count("concurrent-append")
+				w.logf("   >> inside %s at %s %s: workload appends to %s", outer.name, op, key, c)
+				w.appendTo(c)
+			}})
+		}
+		acts = append(acts, action{2, "consume-handoff", func() {
+			w.logf("   >> inside %s at %s %s:", outer.name, op, key)
+			w.consume(resources.QueueHandoff)
+		}})
+	}
+	if len(live) > 0 {
+		acts = append(acts, action{2, "reader-open", func() { w.logf("   >> inside %s:", outer.name); w.openReader(w.pick(live)) }})
+	}
+	w.choose(acts).run()
+}
+
+// ---------------------------------------------------------------------------
+// Setup, the faulty phase, the quiescent phase and convergence.
+
+func (w *World) setup() {
+	n := 1 + w.rng.IntN(3)
+	for i := range n {
+		c := fmt.Sprintf("c%d", i)
+		var lc contract.Lifecycle
+		if w.rng.IntN(2) == 0 {
+			lc.RetentionMs = (time.Duration(20+w.rng.IntN(30)) * time.Minute).Milliseconds()
+		}
+		if w.rng.IntN(3) == 0 {
+			lc = w.transitionPolicy(lc)
+		}
+		w.ccs.put(contract.CollectionFacts{Collection: c, Lifecycle: lc})
+		w.colNames = append(w.colNames, c)
+		_, err := w.invokeOwner(func() error { return w.gen.Create(w.ctx, c, lc) })
+		if err != nil {
+			panic(err)
+		}
+	}
+	w.publishWatermark(w.t)
+	w.logf("setup: %d collections, fault rate %.2f, nest rate %.2f, guards %+v", n, w.faultRate, w.nestRate, w.cfg.Guards)
+}
+
+func (w *World) run() {
+	w.setup()
+	for w.step = 1; w.step <= w.cfg.Steps && len(w.violations) == 0; w.step++ {
+		w.advance(time.Duration(w.rng.IntN(20_000)) * time.Millisecond)
+		a := w.choose(w.stepActions())
+		w.logf("%s", a.name)
+		a.run()
+		w.StepsRun++
+		if len(w.violations) == 0 {
+			w.checkStep()
+		}
+	}
+	if len(w.violations) > 0 {
+		return
+	}
+	w.quiesce()
+}
+
+// quiesce stops every fault and drives the system until debt converges:
+// time passes every horizon, the watermark is current, notifications are
+// delivered, reconciliation runs and every queue drains.
+func (w *World) quiesce() {
+	w.quiet = true
+	w.logf("quiescent phase: faults stop")
+	for round := 0; round < 10 && len(w.violations) == 0; round++ {
+		w.step++
+		w.advance(20 * time.Minute)
+		w.expireReaders()
+		w.publishWatermark(w.safeTs())
+		for len(w.notes) > 0 {
+			w.deliver(0, false)
+		}
+		w.reconcile()
+		w.drain()
+		w.StepsRun++
+		if len(w.violations) == 0 {
+			w.checkStep()
+		}
+	}
+	if len(w.violations) == 0 {
+		w.checkConverged()
+	}
+}
+
+func (w *World) drain() {
+	classes := []string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff}
+	for i := 0; i < 200 && len(w.violations) == 0; i++ {
+		progressed := false
+		for _, c := range classes {
+			if w.consume(c) {
+				progressed = true
+				if w.checkStep(); len(w.violations) > 0 {
+					return
+				}
+			}
+			for len(w.notes) > 0 {
+				w.deliver(0, false)
+			}
+		}
+		if progressed {
+			continue
+		}
+		next := int64(0)
+		for _, c := range classes {
+			if t := w.queues[c].NextVisible(w.t); t > 0 && (next == 0 || t < next) {
+				next = t
+			}
+		}
+		if next == 0 {
+			return
+		}
+		w.t = next
+	}
+}
+
+// checkConverged is invariant (e): once faults stop, all debt converges.
+func (w *World) checkConverged() {
+	for _, class := range []string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff} {
+		q := w.queues[class]
+		if q.Len() > 0 {
+			w.violate("converged", "%s queue still holds %d messages after the quiescent phase", class, q.Len())
+			return
+		}
+		for _, m := range q.DLQ {
+			var err error
+			if class == resources.QueueHandoff {
+				_, err = contract.DecodeCompletion("dlq", m.Body)
+			} else {
+				_, err = contract.DecodeTask("dlq", m.Body)
+			}
+			if err != nil {
+				w.violate("converged", "%s DLQ holds a malformed message: %v", class, err)
+				return
+			}
+		}
+	}
+	for _, c := range w.colNames {
+		col := w.cols[c]
+		h := col.head()
+		snap := compact.Snapshot{Collection: c, Version: h.v, Checksum: h.checksum}
+		for _, k := range sortedKeys(h.objects) {
+			snap.Objects = append(snap.Objects, h.objects[k])
+		}
+		if !col.tombstoned {
+			// Compaction debt as the product models it: the observer's
+			// debt of the head. Due with work left for the executor is
+			// stuck work; the executor's planner may also see jobs the
+			// observer's summary-based model does not trigger (counted).
+			st := w.state.items[c]
+			jobs := compact.Plan(snap, compactionPolicy, time.UnixMilli(w.t))
+			switch {
+			case st.Version != h.v:
+				w.violate("converged", "%s: observed state is v%d, the head is v%d after the quiescent phase", c, st.Version, h.v)
+				return
+			case st.Debt.CompactionDue && len(jobs) > 0:
+				w.violate("converged", "%s v%d still has compaction due: %d jobs (%s over %d inputs)", c, h.v, len(jobs), jobs[0].Reason, len(jobs[0].Inputs))
+				return
+			case st.Debt.CompactionDue:
+				w.count("end-compaction-due-but-nothing-to-plan")
+			case len(jobs) > 0:
+				w.count("end-planner-jobs-not-due-by-observer")
+			}
+			// Lifecycle transition as the product models it: nothing in
+			// another tier than the target is past the transition age.
+			if cutoff, ok := w.ccs.facts[c].Lifecycle.TransitionCutoff(contract.SweepMinute(w.t)); ok {
+				tier := w.ccs.facts[c].Lifecycle.TransitionToTier
+				for _, o := range snap.Objects {
+					if o.TransitionDue(tier, cutoff-time.Minute.Milliseconds()) {
+						w.violate("converged", "%s v%d: %s is %s with max_ts %d, due for %s since %d", c, h.v, o.Key, o.Tier, o.MaxTsUnixMs, tier, cutoff)
+						return
+					}
+				}
+				w.count("end-transition-checked")
+			}
+		}
+		pl, err := gc.PlanSweep(w.ctx, gc.ReadPorts{Objects: gcBucket{w.bucket}, Lister: gcBucket{w.bucket}, Facts: w.ccs,
+			Watermark: gc.WatermarkObject{Objects: gcBucket{w.bucket}, Key: WatermarkKey}}, w.gcConfig(), c, time.UnixMilli(w.t))
+		if err != nil {
+			w.violate("converged", "gc plan of %s: %v", c, err)
+			return
+		}
+		// The plan proposes candidates from the lineage without checking
+		// existence (a delete of a gone key is confirmed); debt is what
+		// still exists.
+		var live []string
+		for _, cd := range pl.Delete {
+			if w.bucket.Exists(cd.Entry.Key) {
+				live = append(live, cd.Entry.Key)
+			}
+		}
+		trim := 0
+		for _, st := range pl.Trim {
+			if w.bucket.Exists(st.RootKey) {
+				trim++
+			}
+		}
+		if len(live) > 0 || len(pl.Deferred) > 0 || len(pl.Orphans) > 0 || trim > 0 || pl.OrphansYoung > 0 || pl.Blocked != "" {
+			w.violate("converged", "%s GC debt remains: delete=%v deferred=%v orphans=%d young=%d trim=%d blocked=%q",
+				c, live, pl.DeferredByReason, len(pl.Orphans), pl.OrphansYoung, trim, pl.Blocked)
+			return
+		}
+		// Nothing is left but the head, its root, its parts and (unless
+		// tombstoned) its objects; never-committed manifests are the
+		// publisher's and are only counted.
+		for _, k := range w.bucket.Keys(contract.CollectionPrefix(c)) {
+			switch {
+			case k == contract.HeadKey(c) || k == h.rootKey || slices.Contains(h.parts, k):
+			case contract.IsDataKey(c, k):
+				if _, ok := h.objects[k]; !ok || col.tombstoned {
+					w.violate("converged", "%s still exists after the quiescent phase (head v%d)", k, h.v)
+					return
+				}
+			case col.committed[k]:
+				w.violate("converged", "committed manifest object %s still exists after the quiescent phase (head v%d)", k, h.v)
+				return
+			default:
+				w.count("uncommitted-manifest-objects-left")
+			}
+		}
+		if col.tombstoned {
+			f := w.ccs.facts[c]
+			id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c, f.FactsVersion)
+			if _, ok := w.ccs.Intents[id]; !ok {
+				w.violate("converged", "tombstoned %s (facts v%d) has no release intent after the quiescent phase", c, f.FactsVersion)
+				return
+			}
+		}
+	}
+}

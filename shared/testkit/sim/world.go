@@ -1,0 +1,552 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/core/lineage"
+	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
+	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// Timing of the simulated deployment. Everything runs on the simulated
+// clock; functions see it through their own skewed clock.
+const (
+	TokenLifetime   = 15 * time.Minute
+	RetentionWindow = 5 * time.Minute
+	MaxTaskLifetime = 15 * time.Minute
+	ClockSkew       = 2 * time.Minute // bound on the skew between any two clocks
+	LeaseDuration   = 2 * time.Minute
+	GCSweepInterval = 30 * time.Minute
+	MaxReceive      = 5
+	WatermarkKey    = "query-plane/global_safe_ts.json"
+	startMs         = int64(1_760_000_000_000)
+)
+
+// Config is one simulation run.
+type Config struct {
+	Seed   uint64
+	Steps  int       // faulty steps before the quiescent phase (default 60)
+	Guards guard.Set // the use cases' guards (guard.All() in production)
+	// HandoffRaces lets head-moving actions (appends, other cutovers) run
+	// inside the handoff's judge-then-cutover window. With a permissive
+	// publisher (AcceptRebase) that window is a race the coordinator cannot
+	// close; the real publisher's base CAS closes it. Off by default.
+	HandoffRaces bool
+	// Trace keeps every trace line (for -v); otherwise only the last ones.
+	Trace func(string)
+}
+
+// Violation is a broken invariant.
+type Violation struct {
+	Seed      uint64
+	Step      int
+	Invariant string
+	Detail    string
+	Trace     []string // the steps that led to it (the last ones)
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("seed %d step %d: invariant %s violated: %s", v.Seed, v.Step, v.Invariant, v.Detail)
+}
+
+// version is one committed manifest version as the simulator saw it
+// committed (read from the bucket at the moment of the head write).
+type version struct {
+	v        uint64
+	rootKey  string
+	checksum string
+	root     contract.Manifest
+	objects  map[string]contract.ObjectEntry // full object set
+	parts    []string
+	commitTs int64
+	supTs    int64 // when its child committed (0: still the head)
+}
+
+func (v *version) has(key string) bool {
+	if key == v.rootKey || slices.Contains(v.parts, key) {
+		return true
+	}
+	_, ok := v.objects[key]
+	return ok
+}
+
+type collection struct {
+	name       string
+	versions   []*version
+	byVersion  map[uint64]*version
+	committed  map[string]bool // every root, part and data key ever committed
+	tombstoned bool
+	horizon    int64
+}
+
+func (c *collection) head() *version { return c.versions[len(c.versions)-1] }
+
+type reader struct {
+	c              string
+	v              uint64
+	openedAt, till int64
+}
+
+type note struct {
+	key string
+	seq int
+}
+
+type invocation struct {
+	name        string
+	skewMs      int64
+	faults      bool
+	noHeadMoves bool
+	queue       string // the queue whose message it consumes
+}
+
+// World is one seed's simulated deployment: the real use cases over
+// in-memory ports, the owners' stand-ins, the workload and the scheduler.
+type World struct {
+	cfg   Config
+	rng   *rand.Rand
+	t     int64 // the true clock (ms): S3, SQS, the publisher and CCS
+	ctx   context.Context
+	quiet bool
+
+	bucket *MemBucket
+	pub    *publisher.Publisher
+	gen    *workload.Generator
+	ccs    *CCS
+	state  *StateStore
+	leases *LeaseStore
+	queues map[string]*Queue
+
+	cols     map[string]*collection
+	colNames []string
+	notes    []note
+	noteSeq  int
+	requests map[string]contract.CutoverRequest
+	readers  []reader
+	deleted  map[string]bool // keys deleted at least once
+
+	stack  []*invocation
+	invSeq int
+
+	faultRate float64
+	nestRate  float64
+
+	Counts     map[string]int
+	step       int
+	StepsRun   int
+	trace      []string
+	violations []Violation
+}
+
+// faultKinds are the fault counters reported even when zero.
+var FaultKinds = []string{
+	"crash-before", "crash-after", "throttle", "ambiguous-applied", "ambiguous-lost",
+	"cutover-timeout-before", "cutover-timeout-after",
+	"notify-duplicated", "notify-dropped", "notify-reordered", "notify-failed",
+	"sqs-duplicated", "sqs-redelivered", "sqs-dlq", "sqs-dedup-collapsed",
+	"concurrent-append", "lease-expiry-mid-task", "takeover", "nested-action",
+	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
+	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "facts-changed",
+}
+
+func newWorld(cfg Config) *World {
+	if cfg.Steps <= 0 {
+		cfg.Steps = 60
+	}
+	w := &World{
+		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
+		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{},
+		Counts: map[string]int{},
+	}
+	w.bucket = NewMemBucket(func() time.Time { return time.UnixMilli(w.t) })
+	w.bucket.Faults = func(op, key string) Fault {
+		return w.fault(op, key, op == "put" || op == "put-if-match" || op == "put-if-absent" || op == "delete-batch" || op == "delete")
+	}
+	w.bucket.Applied = w.applied
+	w.pub = publisher.New(w.bucket, func() time.Time { return time.UnixMilli(w.t) }, publisher.Options{MaxPartObjects: 3, AcceptRebase: true}, nil)
+	w.ccs = newCCS(w)
+	w.state = newStateStore(w)
+	w.leases = &LeaseStore{w: w, mem: lease.NewMemory()}
+	w.queues = map[string]*Queue{
+		resources.QueueCompaction: newQueue(resources.QueueCompaction, 4*time.Minute, MaxReceive),
+		resources.QueueGC:         newQueue(resources.QueueGC, 4*time.Minute, MaxReceive),
+		resources.QueueHandoff:    newQueue(resources.QueueHandoff, 2*time.Minute, MaxReceive),
+	}
+	// Per-seed intensity: some seeds are calm, some are storms.
+	w.faultRate = []float64{0, 0.01, 0.03, 0.06, 0.1}[w.rng.IntN(5)]
+	w.nestRate = []float64{0, 0.03, 0.08}[w.rng.IntN(3)]
+	w.gen = workload.New(w.pub, nil, w.bucket, func() time.Time { return time.UnixMilli(w.t) }, w.rng.Uint64(), workload.Options{
+		RecordsPerCommit: 2 + w.rng.IntN(5), KeySpace: 6 + w.rng.IntN(12), DeleteFraction: 0.1 + 0.3*w.rng.Float64(), PayloadBytes: 6,
+	})
+	return w
+}
+
+// ---------------------------------------------------------------------------
+// Invocations, clocks and faults.
+
+func (w *World) top() *invocation {
+	if len(w.stack) == 0 {
+		return nil
+	}
+	return w.stack[len(w.stack)-1]
+}
+
+// invoke runs fn as one function invocation with its own skewed clock.
+// A Crash panicked by a port ends the invocation (crashed = true).
+func (w *World) invoke(name string, faults bool, queue string, fn func(now func() time.Time) error) (crashed bool, err error) {
+	w.invSeq++
+	inv := &invocation{name: fmt.Sprintf("%s#%d", name, w.invSeq), faults: faults && !w.quiet, queue: queue}
+	inv.skewMs = w.rng.Int64N(ClockSkew.Milliseconds()+1) - ClockSkew.Milliseconds()/2
+	if inv.skewMs != 0 {
+		w.count("clock-skewed-invocations")
+	}
+	if name == "handoff" && !w.cfg.HandoffRaces {
+		inv.noHeadMoves = true
+	}
+	if outer := w.top(); outer != nil && outer.noHeadMoves {
+		inv.noHeadMoves = true
+	}
+	w.stack = append(w.stack, inv)
+	defer func() {
+		w.stack = w.stack[:len(w.stack)-1]
+		if r := recover(); r != nil {
+			c, ok := r.(Crash)
+			if !ok {
+				panic(r)
+			}
+			crashed = true
+			w.logf("    %s crashed at %s", inv.name, c.Where)
+		}
+	}()
+	now := func() time.Time { return time.UnixMilli(w.t + inv.skewMs) }
+	err = fn(now)
+	return false, err
+}
+
+// fault decides what one port call of the running invocation suffers. It
+// may first run a nested action (another actor's step interleaved at this
+// point). A crash panics Crash.
+func (w *World) fault(op, key string, write bool) Fault {
+	inv := w.top()
+	if inv == nil || !inv.faults || w.quiet {
+		return FaultNone
+	}
+	if len(w.stack) == 1 && w.nestRate > 0 && w.rng.Float64() < w.nestRate {
+		w.nested(inv, op, key)
+	}
+	r := w.faultRate
+	if r == 0 {
+		return FaultNone
+	}
+	x := w.rng.Float64()
+	switch {
+	case x < r*0.2:
+		w.count("crash-before")
+		panic(Crash{Where: "before " + op + " " + key})
+	case x < r*0.45:
+		w.count("throttle")
+		return FaultThrottle
+	case write && x < r*0.75:
+		w.count("ambiguous-applied")
+		return FaultAmbiguousDone
+	case write && x < r:
+		w.count("ambiguous-lost")
+		return FaultAmbiguousLost
+	}
+	return FaultNone
+}
+
+// afterWrite may kill the running invocation just after a write took effect.
+func (w *World) afterWrite(op, key string) {
+	inv := w.top()
+	if inv == nil || !inv.faults || w.quiet || w.faultRate == 0 {
+		return
+	}
+	if w.rng.Float64() < w.faultRate*0.2 {
+		w.count("crash-after")
+		panic(Crash{Where: "after " + op + " " + key})
+	}
+}
+
+func (w *World) count(k string) { w.Counts[k]++ }
+
+func (w *World) logf(format string, args ...any) {
+	line := fmt.Sprintf("[%4d t=+%6.1fm] ", w.step, float64(w.t-startMs)/60000) + fmt.Sprintf(format, args...)
+	if w.cfg.Trace != nil {
+		w.cfg.Trace(line)
+	}
+	w.trace = append(w.trace, line)
+	if len(w.trace) > 400 {
+		w.trace = slices.Clone(w.trace[200:])
+	}
+}
+
+func (w *World) violate(inv, format string, args ...any) {
+	v := Violation{Seed: w.cfg.Seed, Step: w.step, Invariant: inv, Detail: fmt.Sprintf(format, args...)}
+	w.logf("VIOLATION %s: %s", inv, v.Detail)
+	w.violations = append(w.violations, v)
+}
+
+// ---------------------------------------------------------------------------
+// Bookkeeping from the bucket: head writes and deletes.
+
+func (w *World) applied(op, key string, body []byte) {
+	if op == "delete" {
+		w.onDelete(key)
+	} else if c, ok := contract.CollectionOfHeadKey(key); ok {
+		w.onHead(c, body)
+	}
+}
+
+func (w *World) onHead(c string, body []byte) {
+	col := w.cols[c]
+	if col == nil {
+		col = &collection{name: c, byVersion: map[uint64]*version{}, committed: map[string]bool{}}
+		w.cols[c] = col
+	}
+	head, err := contract.DecodeHead(contract.HeadKey(c), body)
+	if err != nil {
+		w.violate("head-valid", "head of %s does not decode: %v", c, err)
+		return
+	}
+	rb, ok := w.bucket.Peek(head.ManifestKey)
+	if !ok {
+		w.violate("head-valid", "head of %s names missing root %s", c, head.ManifestKey)
+		return
+	}
+	root, err := contract.DecodeManifest(head.ManifestKey, rb)
+	if err != nil {
+		w.violate("head-valid", "root %s: %v", head.ManifestKey, err)
+		return
+	}
+	v := &version{v: head.Version, rootKey: head.ManifestKey, checksum: head.ManifestChecksum, root: root,
+		objects: map[string]contract.ObjectEntry{}, commitTs: root.CommitTsUnixMs}
+	for _, ref := range root.Parts {
+		pb, ok := w.bucket.Peek(ref.Key)
+		if !ok {
+			w.violate("head-valid", "root %s names missing part %s", head.ManifestKey, ref.Key)
+			return
+		}
+		p, err := contract.DecodePart(ref, pb)
+		if err != nil {
+			w.violate("head-valid", "part %s: %v", ref.Key, err)
+			return
+		}
+		v.parts = append(v.parts, ref.Key)
+		for _, o := range p.Objects {
+			v.objects[o.Key] = o
+		}
+	}
+	if len(col.versions) > 0 {
+		prev := col.head()
+		prev.supTs = root.CommitTsUnixMs
+		if root.ParentVersion != prev.v || root.ParentChecksum != prev.checksum {
+			w.violate("head-lineage", "%s v%d's parent is v%d, the previous head was v%d", c, root.Version, root.ParentVersion, prev.v)
+		}
+	}
+	col.versions = append(col.versions, v)
+	col.byVersion[v.v] = v
+	col.committed[v.rootKey] = true
+	for _, p := range v.parts {
+		col.committed[p] = true
+	}
+	for k := range v.objects {
+		col.committed[k] = true
+	}
+	if root.Origin.Kind == contract.OriginCutover {
+		w.checkCutover(col, v)
+	}
+	w.noteSeq++
+	w.notes = append(w.notes, note{key: contract.HeadKey(c), seq: w.noteSeq})
+	w.logf("    head %s -> v%d (%s)", c, v.v, root.Origin.Kind)
+}
+
+// checkCutover is invariant (b): a cutover is published only on the head
+// its request was based on (and never over deletes its inputs gained).
+func (w *World) checkCutover(col *collection, v *version) {
+	req, ok := w.requests[v.root.Origin.RequestID]
+	if !ok {
+		w.violate("stale-cutover", "%s v%d is a cutover of unknown request %s", col.name, v.v, v.root.Origin.RequestID)
+		return
+	}
+	if req.BaseVersion == v.root.ParentVersion && req.BaseChecksum == v.root.ParentChecksum {
+		return
+	}
+	for n := req.BaseVersion + 1; n <= v.root.ParentVersion; n++ {
+		mid := col.byVersion[n]
+		if mid == nil {
+			continue
+		}
+		for _, a := range mid.root.Change.Added {
+			if a.DeleteCount == 0 {
+				continue
+			}
+			for _, in := range req.Removed {
+				if in.DocCount > 0 && a.MinRecordKey <= in.MaxRecordKey && a.MaxRecordKey >= in.MinRecordKey {
+					w.violate("delete-gain", "%s v%d published cutover %s based on v%d although v%d added %s with deletes over input %s",
+						col.name, v.v, req.RequestID, req.BaseVersion, n, a.Key, in.Key)
+					return
+				}
+			}
+		}
+	}
+	w.violate("stale-cutover", "%s v%d published cutover %s based on v%d, but its parent is v%d", col.name, v.v, req.RequestID, req.BaseVersion, v.root.ParentVersion)
+}
+
+// onDelete is invariant (a), judged at the moment of the delete: nothing
+// the head, a manifest a token may still open, or a live reader references.
+func (w *World) onDelete(key string) {
+	w.deleted[key] = true
+	c, ok := collectionOf(key)
+	col := w.cols[c]
+	if !ok || col == nil {
+		return
+	}
+	for _, v := range col.versions {
+		if why := w.protects(col, v, key); why != "" && v.has(key) {
+			w.violate("pinned-delete", "%s deleted while %s v%d references it (%s)", key, c, v.v, why)
+			return
+		}
+	}
+}
+
+// protects says why v's objects must exist now ("" when they need not).
+func (w *World) protects(col *collection, v *version, key string) string {
+	for _, r := range w.readers {
+		if r.c == col.name && r.v == v.v && r.till > w.t {
+			return fmt.Sprintf("held by a reader until +%.1fm", float64(r.till-startMs)/60000)
+		}
+	}
+	sup := v.supTs
+	if sup == 0 {
+		if !col.tombstoned || col.horizon == 0 || key == v.rootKey || slices.Contains(v.parts, key) {
+			return "committed head"
+		}
+		sup = col.horizon // a tombstone supersedes the head's objects
+	}
+	if w.t < sup+TokenLifetime.Milliseconds() {
+		return fmt.Sprintf("superseded at +%.1fm, inside the token lifetime", float64(sup-startMs)/60000)
+	}
+	return ""
+}
+
+// checkReleaseDependencies is invariant (d): when CCS records a release
+// intent, every cleanup dependency of the collection is gone — every data
+// object and every manifest except the head's root and parts (which stay
+// with the publisher's head).
+func (w *World) checkReleaseDependencies(req contract.ReleaseIntentRequest) {
+	col := w.cols[req.Collection]
+	if col == nil {
+		return
+	}
+	h := col.head()
+	for _, k := range w.bucket.Keys(contract.CollectionPrefix(req.Collection)) {
+		if k == contract.HeadKey(req.Collection) || k == h.rootKey || slices.Contains(h.parts, k) {
+			continue
+		}
+		if contract.IsDataKey(req.Collection, k) || col.committed[k] {
+			w.violate("release-dependencies", "release intent %s for %s recorded while %s still exists", req.IntentID, req.Collection, k)
+			return
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Invariants checked after every step.
+
+func (w *World) checkStep() {
+	for _, c := range w.colNames {
+		col := w.cols[c]
+		w.checkIndexed(col)
+		if !col.tombstoned {
+			w.checkReadable(col)
+		}
+	}
+	// Live readers: every object of the version they hold is readable.
+	for _, r := range w.readers {
+		if r.till <= w.t {
+			continue
+		}
+		v := w.cols[r.c].byVersion[r.v]
+		for k := range v.objects {
+			if !w.bucket.Exists(k) {
+				w.violate("pinned-delete", "reader of %s v%d cannot read %s", r.c, r.v, k)
+				return
+			}
+		}
+	}
+}
+
+// checkReadable is invariant (c): every key reads as its latest write from
+// the committed head.
+func (w *World) checkReadable(col *collection) {
+	got, _, err := workload.Read(w.ctx, lineage.New(w.bucket, 64), w.bucket, col.name)
+	if err != nil {
+		w.violate("readable", "read %s from its head: %v", col.name, err)
+		return
+	}
+	if d := workload.Diff(w.gen.Expected(col.name), got); len(d) > 0 {
+		w.violate("readable", "%s reads differently from what was written: %s", col.name, strings.Join(d[:min(len(d), 5)], ", "))
+	}
+}
+
+// checkIndexed: outstanding debt stays findable from the head. Every
+// committed object that still exists is referenced by the head or named by
+// the change of a root reachable from it, and every committed root or part
+// that exists is reachable (else it is leaked: nothing will ever find it).
+// Keys deleted and written again are new, never-committed objects.
+func (w *World) checkIndexed(col *collection) {
+	reach := map[string]bool{}
+	indexed := map[string]bool{}
+	h := col.head()
+	for k := range h.objects {
+		indexed[k] = true
+	}
+	for v := h; v != nil && w.bucket.Exists(v.rootKey); v = col.byVersion[v.root.ParentVersion] {
+		reach[v.rootKey] = true
+		for _, p := range v.parts {
+			reach[p] = true
+		}
+		for _, o := range v.root.Change.Added {
+			indexed[o.Key] = true
+		}
+		for _, o := range v.root.Change.Removed {
+			indexed[o.Key] = true
+		}
+		if v.root.ParentVersion == 0 {
+			break
+		}
+	}
+	for _, k := range sortedKeys(col.committed) {
+		if w.deleted[k] || !w.bucket.Exists(k) {
+			continue
+		}
+		if contract.IsDataKey(col.name, k) {
+			if !indexed[k] {
+				w.violate("debt-indexed", "%s exists but no root reachable from the head of %s names it (leaked)", k, col.name)
+				return
+			}
+		} else if !reach[k] {
+			w.violate("debt-indexed", "%s exists but is not reachable from the head of %s (leaked)", k, col.name)
+			return
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -12,8 +12,11 @@ import (
 
 func main() {
 	// The CDK CLI runs this app as `cd infra && go run .` from the repository
-	// root (cdk.json) and passes a CDK_OUTDIR relative to the root; relative
-	// paths (CDK_OUTDIR, context assetDir) are resolved against -root.
+	// root (cdk.json) and hands it paths relative to the root: CDK_OUTDIR,
+	// CDK_ERROR_FILE, CDK_PERF_COUNTERS_FILE (written only when synthesis is
+	// slower than 10 s per stack) and the context assetDir. The app therefore
+	// works from -root, before the jsii runtime starts its Node process (which
+	// inherits the working directory), so every such path means what the CLI meant.
 	root := flag.String("root", "..", "repository root, relative to the infra module")
 	flag.Parse()
 	err := run(*root)
@@ -25,17 +28,16 @@ func main() {
 }
 
 func run(root string) error {
-	props := &awscdk.AppProps{}
-	if out := os.Getenv("CDK_OUTDIR"); out != "" && !filepath.IsAbs(out) {
-		props.Outdir = jsii.String(filepath.Join(root, out))
+	if err := os.Chdir(root); err != nil {
+		return fmt.Errorf("repository root %q: %w", root, err)
 	}
-	app := awscdk.NewApp(props)
+	app := awscdk.NewApp(&awscdk.AppProps{})
 	cfg, err := ConfigFromContext(app)
 	if err != nil {
 		return err
 	}
-	if !filepath.IsAbs(cfg.AssetDir) {
-		cfg.AssetDir = filepath.Join(root, cfg.AssetDir)
+	if cfg.AssetDir, err = filepath.Abs(cfg.AssetDir); err != nil {
+		return err
 	}
 	// Environment-agnostic: synthesis needs no AWS credentials; `cdk deploy`
 	// deploys to the account and region of the caller's credentials.

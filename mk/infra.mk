@@ -13,6 +13,7 @@
 #   ALARM_TOPIC_ARN     send alarms to this existing SNS topic
 #   BCC_POLICY_JSON     optional JSON policy override (BCC_POLICY)
 #   CDK_DEPLOY_FLAGS    extra flags for cdk deploy/destroy (e.g. --require-approval never, --force)
+#   CDK_SYNTH_FLAGS     extra flags for cdk synth (e.g. -c key=value)
 
 INFRA_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 INFRA_BUILD_DIR ?= $(INFRA_ROOT)/build
@@ -48,7 +49,7 @@ INFRA_CDK = cd $(INFRA_ROOT) && $(INFRA_NODE_ENV) $(INFRA_NODE_BIN)/cdk --no-not
 INFRA_CDK_OFFLINE = cd $(INFRA_ROOT) && $(INFRA_NODE_ENV) $(INFRA_OFFLINE_ENV) $(INFRA_NODE_BIN)/cdk --no-notices
 INFRA_CDKLOCAL = cd $(INFRA_ROOT) && $(INFRA_NODE_ENV) $(INFRA_LOCAL_ENV) $(INFRA_NODE_BIN)/cdklocal --no-notices
 
-.PHONY: build synth deploy destroy test-infra npm-ci localstack-up localstack-down deploy-local synth-local e2e-localstack infra-clean
+.PHONY: build synth synth-fresh deploy destroy test-infra npm-ci localstack-up localstack-down deploy-local synth-local e2e-localstack infra-clean
 
 build: ## every functions/<name>/main.go -> build/<name>/bootstrap (linux/arm64, stripped)
 	@test -n "$(INFRA_FUNCTIONS)" || { echo "build: no functions/*/main.go found" >&2; exit 1; }
@@ -66,7 +67,10 @@ $(INFRA_NPM_STAMP): $(INFRA_ROOT)/package-lock.json
 	cd $(INFRA_ROOT) && npm ci --no-audit --no-fund
 
 synth: build $(INFRA_NPM_STAMP) ## build the functions, then synthesize offline (no credentials needed); cdk-nag runs here too
-	$(INFRA_CDK_OFFLINE) synth -q $(INFRA_CONTEXT)
+	$(INFRA_CDK_OFFLINE) synth -q $(INFRA_CONTEXT) $(CDK_SYNTH_FLAGS)
+
+synth-fresh: ## `make synth` in a clean copy of the tree (no build/, cdk.out, node_modules) with CDK's slow-synthesis path forced
+	$(INFRA_ROOT)/mk/synth-fresh.sh
 
 deploy: build $(INFRA_NPM_STAMP) ## deploy to the account/region of your AWS credentials (run `cdk bootstrap` once per account/region)
 	$(INFRA_CDK) deploy $(INFRA_CONTEXT) $(CDK_DEPLOY_FLAGS)

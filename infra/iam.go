@@ -12,28 +12,41 @@ import (
 )
 
 // KeyGlobs are the IAM object-key patterns of the bucket layout, derived
-// from shared/contract's key functions (never typed in by hand). In IAM, '*'
-// matches any characters including '/'.
+// from shared/contract's key functions (never typed in by hand): each
+// function is called with placeholder values, and every placeholder becomes
+// '*'. In IAM, '*' matches any characters including '/'.
 type KeyGlobs struct {
 	Heads     string   // collections/*/manifest_committed_head.json
 	Manifests string   // collections/*/manifests/*   (roots and parts)
 	Data      string   // collections/*/data/*        (every level)
-	Rewrites  []string // collections/*/data/l<L>/* for L = 1..MaxLevel (rewrite outputs; level 0 is appends)
+	Rewrites  []string // collections/*/data/l<L>/*/* for L = 0..MaxLevel: outputs of rewrite tasks (compaction, lifecycle transition), below a task id
 }
+
+// Placeholders the globs are derived with; each stands for one run-time
+// value of the key layout and becomes '*'.
+const (
+	globCollection = "xcollectionx"
+	globTask       = "xtaskx"
+)
 
 // Globs derives the key patterns from the contract's key layout.
 func Globs() KeyGlobs {
-	const c, task = "c", "t"
-	anyColl := func(key string) string {
-		return strings.Replace(key, contract.CollectionPrefix(c), contract.CollectionsPrefix+"*/", 1)
+	const c, task = globCollection, globTask
+	glob := func(key string) string {
+		return strings.NewReplacer(c, "*", task, "*").Replace(key)
 	}
 	g := KeyGlobs{
-		Heads:     anyColl(contract.HeadKey(c)),
-		Manifests: anyColl(contract.ManifestsPrefix(c)) + "*",
-		Data:      anyColl(contract.DataPrefix(c)) + "*",
+		Heads:     glob(contract.HeadKey(c)),
+		Manifests: glob(contract.ManifestsPrefix(c)) + "*",
+		Data:      glob(contract.DataPrefix(c)) + "*",
 	}
-	for l := 1; l <= contract.MaxLevel; l++ {
-		g.Rewrites = append(g.Rewrites, anyColl(strings.TrimSuffix(contract.RewritePrefix(c, l, task), task+"/"))+"*")
+	// A rewrite task writes below its own task id at the level of its
+	// outputs: compaction at 1..MaxLevel, a lifecycle transition at the
+	// level of the objects it moves, level 0 included. The '/' after the
+	// task id keeps level-0 appends (data/l0/<version>-<n>.seg, no further
+	// '/') out of the pattern.
+	for l := 0; l <= contract.MaxLevel; l++ {
+		g.Rewrites = append(g.Rewrites, glob(contract.RewritePrefix(c, l, task))+"*")
 	}
 	return g
 }
@@ -94,9 +107,10 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	)
 
 	// compaction: reads the head (staleness check before expensive work),
-	// the pinned manifests and their data; writes only rewrite outputs
-	// (levels 1..MaxLevel, never level 0 appends, never a manifest or head);
-	// hands the result to the handoff queue.
+	// the pinned manifests and their data; writes only rewrite outputs below
+	// a task id (compaction at levels 1..MaxLevel, a lifecycle transition at
+	// its objects' level, 0 included; never a level-0 append, a manifest or a
+	// head); hands the result to the handoff queue.
 	add(resources.FnCompaction,
 		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),
 		// PutObject also covers the multipart calls of a streamed output;

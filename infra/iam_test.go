@@ -86,8 +86,8 @@ func TestGlobsFollowTheContractKeyLayout(t *testing.T) {
 		Manifests: "collections/*/manifests/*",
 		Data:      "collections/*/data/*",
 	}
-	for l := 1; l <= contract.MaxLevel; l++ {
-		want.Rewrites = append(want.Rewrites, fmt.Sprintf("collections/*/data/l%d/*", l))
+	for l := 0; l <= contract.MaxLevel; l++ {
+		want.Rewrites = append(want.Rewrites, fmt.Sprintf("collections/*/data/l%d/*/*", l))
 	}
 	if fmt.Sprint(g) != fmt.Sprint(want) {
 		t.Fatalf("Globs() = %+v\nwant      %+v", g, want)
@@ -104,8 +104,8 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 		table := getAtt(s.id(t, "CoordinatorTable"), "Arn")
 		queue := func(class string) string { return getAtt(s.id(t, exportName(class)+"Queue"), "Arn") }
 		var rewrites []string
-		for l := 1; l <= contract.MaxLevel; l++ {
-			rewrites = append(rewrites, fmt.Sprintf("%s/collections/*/data/l%d/*", B, l))
+		for l := 0; l <= contract.MaxLevel; l++ {
+			rewrites = append(rewrites, fmt.Sprintf("%s/collections/*/data/l%d/*/*", B, l))
 		}
 		heads, manifests, data := B+"/collections/*/manifest_committed_head.json", B+"/collections/*/manifests/*", B+"/collections/*/data/*"
 		itemOps := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}
@@ -189,18 +189,88 @@ func TestRolesTrustOnlyLambdaAndHaveNoManagedPolicies(t *testing.T) {
 	})
 }
 
-// sampleKeys are real keys of the layout, made by the contract.
+// sampleKeys are real keys of the layout, made by the contract: rewrites
+// are the outputs of real rewrite tasks (compaction and lifecycle
+// transition) at every level, 0 included.
 func sampleKeys() (heads, manifests, data, rewrites, appends []string) {
 	for _, c := range []string{"orders", "a", "data", "manifests", "l1"} {
 		heads = append(heads, contract.HeadKey(c))
 		manifests = append(manifests, contract.ManifestKey(c, 7, "sha256:ab12"), contract.PartKey(c, 7, "sha256:cd34"))
-		appends = append(appends, contract.AppendSegmentKey(c, 7, 0))
-		for l := 1; l <= contract.MaxLevel; l++ {
-			rewrites = append(rewrites, contract.RewriteOutputKey(c, l, "task-1", 3))
+		appends = append(appends, contract.AppendSegmentKey(c, 7, 0), contract.AppendSegmentKey(c, 1234567, 12))
+		for l := 0; l <= contract.MaxLevel; l++ {
+			for _, task := range rewriteTasks(c) {
+				rewrites = append(rewrites, contract.RewriteOutputKey(c, l, task.TaskID, 3))
+			}
 		}
 	}
 	data = append(append([]string{}, appends...), rewrites...)
 	return
+}
+
+// rewriteTasks is one real task of every kind that writes objects.
+func rewriteTasks(c string) []contract.Task {
+	var out []contract.Task
+	for _, k := range []contract.TaskKind{contract.KindCompaction, contract.KindLifecycleTransition, contract.KindGC,
+		contract.KindRetentionReclaim, contract.KindTombstoneCleanup, contract.KindOrphanReclaim} {
+		if k.Rewrites() {
+			out = append(out, contract.NewSweepTask(k, c, 7, "sha256:ab12", 3, 1_700_000_000_000))
+		}
+	}
+	return out
+}
+
+// keyKind is one kind of object key a function acts on, with real keys.
+type keyKind struct {
+	fn, action, kind string
+	keys             []string
+}
+
+// writtenKeyKinds lists every kind of key each function writes or deletes,
+// made by the same contract functions the code uses. A new kind of write
+// belongs here; TestEveryKeyKindEachFunctionWritesIsAllowed then checks
+// the deployed policy allows it.
+func writtenKeyKinds() []keyKind {
+	var kinds []keyKind
+	for _, c := range []string{"orders", "l0", "data"} {
+		for _, task := range rewriteTasks(c) {
+			for l := 0; l <= contract.MaxLevel; l++ {
+				if task.Kind == contract.KindCompaction && l == 0 {
+					continue // compaction writes levels >= 1; a transition writes at its objects' level
+				}
+				out := []string{contract.RewriteOutputKey(c, l, task.TaskID, 0), contract.RewriteOutputKey(c, l, task.TaskID, 17)}
+				kind := fmt.Sprintf("%s output at level %d", task.Kind, l)
+				// a single PutObject, or a multipart upload (s3:PutObject) aborted on failure
+				kinds = append(kinds, keyKind{resources.FnCompaction, "s3:PutObject", kind, out},
+					keyKind{resources.FnCompaction, "s3:AbortMultipartUpload", kind, out},
+					keyKind{resources.FnGC, "s3:DeleteObject", kind, out})
+			}
+		}
+		kinds = append(kinds,
+			keyKind{resources.FnGC, "s3:DeleteObject", "level-0 append segment", []string{contract.AppendSegmentKey(c, 7, 0), contract.AppendSegmentKey(c, 99, 3)}},
+			keyKind{resources.FnGC, "s3:DeleteObject", "manifest root", []string{contract.ManifestKey(c, 7, "sha256:ab12cd34ab12cd34ab12")}},
+			keyKind{resources.FnGC, "s3:DeleteObject", "manifest part", []string{contract.PartKey(c, 7, "sha256:cd34")}},
+		)
+	}
+	return kinds
+}
+
+func TestEveryKeyKindEachFunctionWritesIsAllowed(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		B := s.bucketArn(t)
+		for _, k := range writtenKeyKinds() {
+			for _, key := range k.keys {
+				allowed := false
+				for _, g := range s.roleGrants(t, k.fn) {
+					if g.effect == "Allow" && actionMatch(g.action, k.action) && iamMatch(g.resource, B+"/"+key) {
+						allowed = true
+					}
+				}
+				if !allowed {
+					t.Errorf("%s may not %s its %s %s", k.fn, k.action, k.kind, key)
+				}
+			}
+		}
+	})
 }
 
 func TestNoRoleCanWriteHeadsAndGCCannotDeleteThem(t *testing.T) {

@@ -169,9 +169,11 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 	coordGraph := func(title string, names ...string) awscloudwatch.IWidget {
 		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: coord(names...), Width: jsii.Number(8), Height: jsii.Number(6)})
 	}
+	c.AlarmCount = len(alarms)
 	dash := awscloudwatch.NewDashboard(c.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String(p + "-coordinator"),
 	})
+	c.Dashboard = dash
 	dash.AddWidgets(
 		graph("Queue depth (visible messages) per class", depth),
 		graph("Oldest message age (s) per class", age),

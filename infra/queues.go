@@ -24,7 +24,7 @@ func (c *Coordinator) addQueues() {
 			EnforceSSL:      jsii.Bool(true),
 			RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
 		})
-		main := awssqs.NewQueue(c.Stack, jsii.String(id+"Queue"), &awssqs.QueueProps{
+		props := &awssqs.QueueProps{
 			QueueName: jsii.String(q.Name),
 			Fifo:      jsii.Bool(true),
 			// Deduplication ids are task identities set by the sender, never
@@ -39,7 +39,15 @@ func (c *Coordinator) addQueues() {
 				Queue:           dlq,
 				MaxReceiveCount: jsii.Number(float64(q.MaxReceiveCount)),
 			},
-		})
+		}
+		if q.HighThroughput {
+			// FIFO high throughput: each collection (message group) gets its
+			// own throughput and deduplication scope, so one busy collection
+			// never spends another's quota.
+			props.FifoThroughputLimit = awssqs.FifoThroughputLimit_PER_MESSAGE_GROUP_ID
+			props.DeduplicationScope = awssqs.DeduplicationScope_MESSAGE_GROUP
+		}
+		main := awssqs.NewQueue(c.Stack, jsii.String(id+"Queue"), props)
 		c.Queues[q.Class] = main
 		c.DLQs[q.Class] = dlq
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -116,6 +117,8 @@ type Coordinator struct {
 	Functions      map[string]awslambda.Function
 	Roles          map[string]awsiam.Role
 	AlarmTopic     awssns.ITopic // nil when no alarm destination is configured
+	AlarmCount     int
+	Dashboard      awscloudwatch.Dashboard
 }
 
 // NewCoordinatorStack builds the whole product from resources.Default(prefix).
@@ -160,6 +163,12 @@ func NewCoordinatorStack(scope constructs.Construct, id string, props *Coordinat
 	c.addPolicies(cfg)
 	c.addEventSources()
 	c.addMonitoring(cfg)
+	c.addOutputs()
+	if c.AlarmTopic == nil {
+		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("bcc:alarmTopic"), jsii.String(fmt.Sprintf(
+			"no alarm destination: the stack's %d alarms change state but notify no one (set -c %s=you@example.com or -c %s=arn:aws:sns:..., or make deploy ALARM_EMAIL=... / ALARM_TOPIC_ARN=...)",
+			c.AlarmCount, CtxAlarmEmail, CtxAlarmTopicArn)), nil)
+	}
 	for key, val := range map[string]string{CtxPublisherEndpoint: cfg.PublisherEndpoint, CtxCCSEndpoint: cfg.CCSEndpoint} {
 		if val == "" {
 			awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("bcc:"+key), jsii.String(fmt.Sprintf(
@@ -237,8 +246,13 @@ func (c *Coordinator) addBucket(cfg Config) {
 			Expiration: awscdk.Duration_Days(jsii.Number(accessLogRetentionDays)),
 		}},
 	})
+	// No BucketName: S3 bucket names are global, so a fixed default
+	// (<prefix>-data) would collide with any other account's bucket, and
+	// the bucket is retained by `make destroy`, so a fixed name would also
+	// block the next deploy. CloudFormation names it
+	// <stack>-databucket<suffix>; the stack output DataBucketName says which.
+	// To keep using a retained bucket, import it by name (dataBucketName).
 	c.Bucket = awss3.NewBucket(c.Stack, jsii.String("DataBucket"), &awss3.BucketProps{
-		BucketName:             jsii.String(c.Definition.Bucket.Name),
 		Encryption:             awss3.BucketEncryption_S3_MANAGED,
 		BlockPublicAccess:      awss3.BlockPublicAccess_BLOCK_ALL(),
 		EnforceSSL:             jsii.Bool(true),

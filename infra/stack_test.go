@@ -91,6 +91,8 @@ func TestQueuesAreFIFOWithFIFODLQs(t *testing.T) {
 					"FifoQueue", true,
 					"ContentBasedDeduplication", false,
 					"SqsManagedSseEnabled", true,
+					"FifoThroughputLimit", "perMessageGroupId",
+					"DeduplicationScope", "messageGroup",
 					"VisibilityTimeout", q.VisibilityTimeout.Seconds(),
 					"MessageRetentionPeriod", q.RetentionPeriod.Seconds(),
 					"RedrivePolicy", assertions.Match_ObjectEquals(&map[string]any{
@@ -269,7 +271,7 @@ func TestDataBucketEncryptedTLSOnlyPrivateLogged(t *testing.T) {
 		s.tmpl.HasResource(jsii.String("AWS::S3::Bucket"), m(
 			"DeletionPolicy", "Retain",
 			"Properties", assertions.Match_ObjectLike(&map[string]any{
-				"BucketName": d.Bucket.Name,
+				"BucketName": assertions.Match_Absent(),
 				"BucketEncryption": m("ServerSideEncryptionConfiguration", []any{
 					m("ServerSideEncryptionByDefault", m("SSEAlgorithm", "AES256")),
 				}),
@@ -341,4 +343,88 @@ func hasTLSDeny(s *synth, typ, attach, target string) bool {
 		}
 	}
 	return false
+}
+
+// TestRetainedResourcesHaveNoFixedName: a resource the stack keeps after
+// `make destroy` must not carry a fixed name, or the next deploy fails on
+// the name the retained one still holds (and a global S3 name collides
+// with other accounts' buckets on the very first deploy).
+func TestRetainedResourcesHaveNoFixedName(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		retained := 0
+		for id, r := range s.resource {
+			if r["DeletionPolicy"] != "Retain" && r["UpdateReplacePolicy"] != "Retain" {
+				continue
+			}
+			retained++
+			for k, v := range props(r) {
+				if _, literal := v.(string); literal && strings.HasSuffix(k, "Name") {
+					t.Errorf("retained %s %s has a fixed %s %q: a redeploy after destroy would collide with it", r["Type"], id, k, v)
+				}
+			}
+		}
+		if s == def && retained == 0 {
+			t.Fatal("no retained resource found: the data bucket should be retained")
+		}
+	})
+}
+
+func TestStackOutputs(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		outs, _ := s.json["Outputs"].(map[string]any)
+		value := func(name string) string {
+			t.Helper()
+			o, ok := outs[name].(map[string]any)
+			if !ok {
+				t.Fatalf("no output %s (have %v)", name, sortedKeys(outs))
+			}
+			return render(o["Value"])
+		}
+		bucket := impBucket
+		if s == def {
+			bucket = ref(s.id(t, "DataBucket"))
+		}
+		want := map[string]string{
+			OutDataBucketName:      bucket,
+			OutTableName:           ref(s.id(t, "CoordinatorTable")),
+			OutObserverFailuresURL: ref(s.id(t, "ObserverFailuresQueue")),
+			OutDashboardName:       ref(s.id(t, "Dashboard")),
+		}
+		for _, q := range s.c.Definition.Queues {
+			want[exportName(q.Class)+outQueueURLSuffix] = ref(s.id(t, exportName(q.Class)+"Queue"))
+			want[exportName(q.Class)+outDLQURLSuffix] = ref(s.id(t, exportName(q.Class)+"DLQ"))
+		}
+		for _, f := range s.c.Definition.Functions {
+			want[exportName(f.Name)+outFunctionNameSuffix] = ref(s.id(t, exportName(f.Name)+"Function"))
+		}
+		for name, v := range want {
+			if got := value(name); got != v {
+				t.Errorf("output %s = %s, want %s", name, got, v)
+			}
+		}
+		if u := value(OutDashboardURL); !strings.Contains(u, "#dashboards:name="+ref(s.id(t, "Dashboard"))) {
+			t.Errorf("dashboard URL %s", u)
+		}
+		_, hasTopic := outs[OutAlarmTopicArn]
+		if hasTopic != (s == imp) {
+			t.Errorf("alarm topic output present=%v, want %v", hasTopic, s == imp)
+		}
+		for name, o := range outs {
+			if _, exported := o.(map[string]any)["Export"]; exported {
+				t.Errorf("output %s is exported: nothing else may come to depend on it", name)
+			}
+		}
+	})
+}
+
+func TestMissingAlarmDestinationWarns(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		n := len(*s.ann.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("no alarm destination: the stack's [0-9]+ alarms.*"))))
+		if want := map[bool]int{true: 1, false: 0}[s == def]; n != want {
+			t.Errorf("%d warnings about a missing alarm destination, want %d", n, want)
+		}
+		if s.c.AlarmCount < 5 {
+			t.Errorf("AlarmCount %d", s.c.AlarmCount)
+		}
+	})
 }

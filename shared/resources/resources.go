@@ -69,6 +69,12 @@ type Queue struct {
 	BatchSize         int
 	MaxConcurrency    int
 	BatchWindow       time.Duration
+	// HighThroughput is SQS FIFO high-throughput mode: deduplication scope
+	// and throughput limit per message group (the collection) instead of
+	// per queue. Deduplication ids are task identities, which embed the
+	// collection, so per-group deduplication absorbs exactly what per-queue
+	// deduplication would.
+	HighThroughput bool
 }
 
 // Function is one Lambda function.
@@ -112,7 +118,7 @@ func Default(prefix string) Definition {
 		return Queue{
 			Class: class, Name: fmt.Sprintf("%s-%s.fifo", prefix, class), DLQName: fmt.Sprintf("%s-%s-dlq.fifo", prefix, class),
 			Consumer: consumer, MaxReceiveCount: 5, VisibilityTimeout: 6 * timeout[consumer],
-			RetentionPeriod: 4 * 24 * time.Hour, BatchSize: batch, MaxConcurrency: 10,
+			RetentionPeriod: 4 * 24 * time.Hour, BatchSize: batch, MaxConcurrency: 10, HighThroughput: true,
 		}
 	}
 	return Definition{

@@ -125,6 +125,11 @@ func provisionQueue(ctx context.Context, c *sqs.Client, q resources.Queue, opts 
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s: %w", q.DLQName, err)
 	}
+	main := map[string]string{}
+	if q.HighThroughput {
+		main["DeduplicationScope"] = "messageGroup"
+		main["FifoThroughputLimit"] = "perMessageGroupId"
+	}
 	redrive, _ := json.Marshal(map[string]string{
 		"deadLetterTargetArn": fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, AccountID, q.DLQName),
 		"maxReceiveCount":     strconv.Itoa(q.MaxReceiveCount),
@@ -133,11 +138,14 @@ func provisionQueue(ctx context.Context, c *sqs.Client, q resources.Queue, opts 
 	for k, v := range base {
 		attrs[k] = v
 	}
-	main, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.Name), Attributes: attrs})
+	for k, v := range main {
+		attrs[k] = v
+	}
+	created, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.Name), Attributes: attrs})
 	if err != nil {
 		return "", "", fmt.Errorf("create queue %s: %w", q.Name, err)
 	}
-	return aws.ToString(dlq.QueueUrl), aws.ToString(main.QueueUrl), nil
+	return aws.ToString(dlq.QueueUrl), aws.ToString(created.QueueUrl), nil
 }
 
 // MapQueues starts the event source mappings def declares and routes the

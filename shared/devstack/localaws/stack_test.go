@@ -370,3 +370,22 @@ func TestStackSQSFIFOSemantics(t *testing.T) {
 		t.Fatalf("after deleting a1 %v, want a/a2", next)
 	}
 }
+
+// Provisioning creates each task queue as deployed: FIFO in high-throughput
+// mode (deduplication and throughput per message group) with a FIFO DLQ.
+func TestProvisionedQueuesAreHighThroughputFIFO(t *testing.T) {
+	_, c, p := startStack(t, false)
+	for _, q := range p.Def.Queues {
+		out, err := c.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(p.QueueURLs[q.Class]), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}
+		for k, v := range want {
+			if out.Attributes[k] != v {
+				t.Errorf("%s: %s = %q, want %q", q.Name, k, out.Attributes[k], v)
+			}
+		}
+	}
+}

@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+
+	"github.com/searchfabric/bcc/shared/contract/strictjson"
 )
 
 // SchemaVersion is the version of every document this build writes and the
@@ -33,8 +36,11 @@ func VerifyChecksum(where string, b []byte, want string) error {
 type validator interface{ validate() error }
 
 // Decode strictly decodes one JSON document of kind doc read from where into v.
-// Unknown fields, trailing data, a missing or newer schema_version and contract
-// violations are all reported as *DecodeError.
+// Unknown fields, member names that are not exactly a field's name (a case
+// variant), duplicate member names, trailing data, a missing or newer
+// schema_version and contract violations are all reported as *DecodeError.
+// Every document type decodes through here: what it accepts, every
+// case-sensitive reader of the same bytes reads the same way.
 func Decode(doc, where string, b []byte, v validator) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -43,6 +49,9 @@ func Decode(doc, where string, b []byte, v validator) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return &DecodeError{Doc: doc, Where: where, Reason: "trailing data after the document", Err: ErrInvalid}
+	}
+	if err := strictjson.Check(b, reflect.TypeOf(v), strictjson.RejectUnknown); err != nil {
+		return nameError(doc, where, err)
 	}
 	if err := v.validate(); err != nil {
 		var de *DecodeError
@@ -53,6 +62,24 @@ func Decode(doc, where string, b []byte, v validator) error {
 		return &DecodeError{Doc: doc, Where: where, Reason: err.Error(), Err: ErrInvalid}
 	}
 	return nil
+}
+
+// nameError reports a member name encoding/json accepted but a
+// case-sensitive, duplicate-rejecting reader would read differently.
+func nameError(doc, where string, err error) error {
+	de := &DecodeError{Doc: doc, Where: where, Reason: err.Error(), Err: ErrInvalid}
+	var ne *strictjson.NameError
+	if errors.As(err, &ne) {
+		switch {
+		case errors.Is(err, strictjson.ErrDuplicateName):
+			de.Err, de.Reason = ErrDuplicateField, fmt.Sprintf("field %q appears twice in the object at %s", ne.Name, ne.Path)
+		case errors.Is(err, strictjson.ErrInexactName):
+			de.Err, de.Reason = ErrUnknownField, fmt.Sprintf("field %q at %s is not understood by schema_version %d readers (the field is %q: names are case-sensitive)", ne.Name, ne.Path, SchemaVersion, ne.Field)
+		case errors.Is(err, strictjson.ErrUnknownName):
+			de.Err, de.Reason = ErrUnknownField, fmt.Sprintf("field %q at %s is not understood by schema_version %d readers", ne.Name, ne.Path, SchemaVersion)
+		}
+	}
+	return de
 }
 
 func classify(doc, where string, err error) error {

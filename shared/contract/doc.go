@@ -13,6 +13,12 @@
 //     cutover, release) must not proceed from a document that failed to decode;
 //     a manifest we cannot fully understand may reference objects we would
 //     otherwise think unreferenced.
+//   - Member names are exact and unique (package strictjson): a name that
+//     differs from a field's only in case, or a name given twice in one
+//     object, is refused (ErrUnknownField, ErrDuplicateField), because
+//     encoding/json would silently take one of the values while a
+//     case-sensitive reader elsewhere (the publisher, the query plane)
+//     takes another. What Decode accepts, every reader reads the same way.
 //   - Checksums are "sha256:<lowercase hex>" of the exact stored bytes. The head
 //     pins the root by checksum; the root pins each part and its parent by
 //     checksum, so a reader that starts from a verified head verifies every

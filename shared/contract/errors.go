@@ -7,12 +7,17 @@ import (
 
 // Sentinel errors to branch on.
 var (
-	// ErrUnknownField: the document has a field this reader does not understand.
+	// ErrUnknownField: the document has a field this reader does not
+	// understand, including a name that differs from a field's only in case.
 	ErrUnknownField = errors.New("unknown field")
 	// ErrSchemaVersion: the document's schema_version is missing or newer than supported.
 	ErrSchemaVersion = errors.New("unsupported schema_version")
 	// ErrInvalid: the document decoded but violates the contract.
 	ErrInvalid = errors.New("invalid document")
+	// ErrDuplicateField: a member name appears twice in one object of the
+	// document. It is also ErrInvalid (errors.Is), so callers that treat an
+	// invalid document as a definite answer treat this one the same way.
+	ErrDuplicateField = fmt.Errorf("duplicate field: %w", ErrInvalid)
 	// ErrChecksumMismatch: the bytes do not hash to the pinned checksum.
 	ErrChecksumMismatch = errors.New("checksum mismatch")
 )

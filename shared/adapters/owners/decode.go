@@ -1,13 +1,10 @@
 package owners
 
-import (
-	"bytes"
-	"encoding/json"
-)
+import "github.com/searchfabric/bcc/shared/contract/strictjson"
 
-// decodeLoose decodes a small non-contract envelope strictly.
+// decodeLoose decodes a small non-contract envelope strictly: unknown
+// fields, case variants of field names and duplicate names are refused
+// (strictjson), as for contract documents.
 func decodeLoose(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	return strictjson.Unmarshal(b, v, strictjson.RejectUnknown)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/searchfabric/bcc/shared/contract/strictjson"
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/metrics"
 )
@@ -60,14 +61,17 @@ type envelope struct {
 // Handle dispatches on the event's shape.
 func (h *Observer) Handle(ctx context.Context, raw json.RawMessage) (ObserverResponse, error) {
 	defer h.flush()
+	// AWS adds fields to its events over time, so unknown names pass; a
+	// duplicate name or a case variant of a known one is refused
+	// (strictjson): the keys observed are exactly the keys AWS sent.
 	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
+	if err := strictjson.Unmarshal(raw, &env, strictjson.IgnoreUnknown); err != nil {
 		return ObserverResponse{}, fmt.Errorf("%w: %w", ErrUnrecognisedEvent, err)
 	}
 	switch {
 	case len(env.Records) > 0 && env.Records[0].EventSource == "aws:s3":
 		var ev events.S3Event
-		if err := json.Unmarshal(raw, &ev); err != nil {
+		if err := strictjson.Unmarshal(raw, &ev, strictjson.IgnoreUnknown); err != nil {
 			return ObserverResponse{}, fmt.Errorf("decode S3 event: %w", err)
 		}
 		return h.handleS3(ctx, ev)

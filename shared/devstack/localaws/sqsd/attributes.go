@@ -8,9 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/searchfabric/bcc/shared/contract/strictjson"
 )
 
 // Queue attribute names.
@@ -176,7 +179,7 @@ func parseRedrivePolicy(s string) (*redrivePolicy, error) {
 	var raw map[string]any
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
+	if err := dec.Decode(&raw); err != nil || strictjson.Check([]byte(s), reflect.TypeOf(raw), strictjson.IgnoreUnknown) != nil {
 		return nil, errInvalidParameterValue("Value %s for parameter RedrivePolicy is invalid. Reason: Invalid JSON.", s)
 	}
 	arn, _ := raw["deadLetterTargetArn"].(string)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/searchfabric/bcc/shared/contract/strictjson"
 )
 
 // Wire constants of the AWS JSON 1.0 protocol as spoken by SQS.
@@ -191,7 +193,9 @@ func decodeInput[T any](body []byte) (*T, error) {
 	if len(body) == 0 {
 		return in, nil
 	}
-	if err := json.Unmarshal(body, in); err != nil {
+	// Member names are exact and unique (strictjson): a case variant or a
+	// duplicate is a SerializationException, not the last value silently.
+	if err := strictjson.Unmarshal(body, in, strictjson.IgnoreUnknown); err != nil {
 		return nil, errSerialization(err)
 	}
 	return in, nil

@@ -478,15 +478,10 @@ func (c *checker) object(i int, in *info) (int, error) {
 		i++
 		var name string
 		if special {
-			if err := json.Unmarshal(c.b[nameStart:end+1], &name); err != nil {
+			var ok bool
+			if name, ok = unquote(c.b[nameStart : end+1]); !ok {
 				return i, c.syntax(nameStart, "bad member name")
 			}
-		}
-		nameOf := func() string {
-			if special {
-				return name
-			}
-			return string(raw)
 		}
 		child := freeInfo
 		dupByName := true
@@ -510,11 +505,11 @@ func (c *checker) object(i int, in *info) (int, error) {
 					seenBits |= bit
 				}
 				if dup {
-					return i, &NameError{Name: nameOf(), Err: ErrDuplicateName}
+					return i, &NameError{Name: nameOf(special, name, raw), Err: ErrDuplicateName}
 				}
 				child = in.children[idx]
 			default:
-				n := nameOf()
+				n := nameOf(special, name, raw)
 				if exact, ok := in.folded[string(foldName([]byte(n)))]; ok {
 					return i, &NameError{Name: n, Field: exact, Err: ErrInexactName}
 				}
@@ -526,7 +521,7 @@ func (c *checker) object(i int, in *info) (int, error) {
 			child = in.elem
 		}
 		if dupByName {
-			n := nameOf()
+			n := nameOf(special, name, raw)
 			if seenNames == nil {
 				seenNames = map[string]struct{}{}
 			}
@@ -536,7 +531,7 @@ func (c *checker) object(i int, in *info) (int, error) {
 			seenNames[n] = struct{}{}
 		}
 		if i, err = c.value(i, child); err != nil {
-			return i, prefix(err, "."+quotePath(nameOf()))
+			return i, prefix(err, "."+quotePath(nameOf(special, name, raw)))
 		}
 		i = c.ws(i)
 		if i >= len(c.b) {
@@ -551,6 +546,21 @@ func (c *checker) object(i int, in *info) (int, error) {
 			return i, c.syntax(i, "expected , or }")
 		}
 	}
+}
+
+// unquote unescapes a JSON string exactly as encoding/json does (invalid
+// UTF-8 becomes U+FFFD).
+func unquote(quoted []byte) (string, bool) {
+	var s string
+	err := json.Unmarshal(quoted, &s)
+	return s, err == nil
+}
+
+func nameOf(special bool, unescaped string, raw []byte) string {
+	if special {
+		return unescaped
+	}
+	return string(raw)
 }
 
 func prefix(err error, seg string) error {

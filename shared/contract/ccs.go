@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 )
 
 // Release intent kinds (CCS vocabulary).
@@ -25,6 +26,9 @@ type Lifecycle struct {
 func (l Lifecycle) TransitionCutoff(nowMs int64) (cutoffMs int64, ok bool) {
 	if l.TransitionAfterMs <= 0 || !ValidTier(l.TransitionToTier) {
 		return 0, false
+	}
+	if nowMs < math.MinInt64+l.TransitionAfterMs {
+		return math.MinInt64, true // saturate: nothing is that old
 	}
 	return nowMs - l.TransitionAfterMs, true
 }

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 )
@@ -256,6 +257,9 @@ func (m *Manifest) validate() error {
 			return invalid("part %d overlaps or is out of order with part %d", i, i-1)
 		case !checkTiers(p.Tiers):
 			return invalid("part %d tiers %q are not a non-empty sorted set of hot|warm|cold", i, p.Tiers)
+		}
+		if int64(p.ObjectCount) > math.MaxInt64-count {
+			return invalid("part object counts overflow at part %d", i)
 		}
 		count += int64(p.ObjectCount)
 	}

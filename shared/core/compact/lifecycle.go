@@ -61,11 +61,11 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, ls con
 		if !o.TransitionDue(tier, cutoff) {
 			return nil
 		}
-		if len(job.Inputs) >= p.MaxJobInputs || len(job.Inputs) > 0 && bytes+o.Size > p.MaxJobBytes {
+		if len(job.Inputs) >= p.MaxJobInputs || len(job.Inputs) > 0 && o.Size > p.MaxJobBytes-bytes {
 			return errJobFull
 		}
 		job.Inputs = append(job.Inputs, o)
-		bytes += o.Size
+		bytes = saturatingAdd(bytes, o.Size)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errJobFull) {
@@ -83,8 +83,8 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, ls con
 		if err := e.copyObject(ctx, in, out.Key); err != nil {
 			return res, err
 		}
-		res.BytesRead += in.Size
-		res.BytesWritten += in.Size
+		res.BytesRead = saturatingAdd(res.BytesRead, in.Size)
+		res.BytesWritten = saturatingAdd(res.BytesWritten, in.Size)
 		added = append(added, out)
 		nl, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration)
 		if err != nil {

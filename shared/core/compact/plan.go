@@ -113,14 +113,9 @@ type Job struct {
 	Debt        float64
 }
 
-// Bytes is the total size of the job's inputs.
-func (j Job) Bytes() int64 {
-	var n int64
-	for _, o := range j.Inputs {
-		n += o.Size
-	}
-	return n
-}
+// Bytes is the total size of the job's inputs (saturating: sizes come
+// from a manifest).
+func (j Job) Bytes() int64 { return sumBytes(j.Inputs) }
 
 // Plan chooses the compaction jobs worth running on snap, highest debt
 // first. It is pure: the result depends only on its arguments, not on the
@@ -364,11 +359,11 @@ func bounded(objs []contract.ObjectEntry, p Policy, atLeast int) []contract.Obje
 	var n int
 	var size int64
 	for _, o := range objs {
-		if n >= p.MaxJobInputs || (n >= atLeast && size+o.Size > p.MaxJobBytes) {
+		if n >= p.MaxJobInputs || (n >= atLeast && o.Size > p.MaxJobBytes-size) {
 			break
 		}
 		n++
-		size += o.Size
+		size = saturatingAdd(size, o.Size)
 	}
 	return objs[:n]
 }
@@ -445,9 +440,18 @@ func ratio(n, d int) float64 { return float64(n) / float64(d) }
 func sumBytes(objs []contract.ObjectEntry) int64 {
 	var n int64
 	for _, o := range objs {
-		n += o.Size
+		n = saturatingAdd(n, o.Size)
 	}
 	return n
+}
+
+// saturatingAdd adds two sizes (each >= 0, as the contract validates)
+// without wrapping past math.MaxInt64.
+func saturatingAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // LevelDebt is the debt of one level, derived from the manifest summary.

@@ -13,6 +13,11 @@
 //     (stale) — never rebased — and fresh work comes from the new head. If
 //     a version since the base added delete markers over an input's key
 //     range, the result is rejected as a delete gain (checked first).
+//   - Before a candidate is submitted, its coverage is checked against the
+//     base: every removed object is in the base with exactly the base's
+//     entry, no key appears twice, no added key is already there. A
+//     mismatch is rejected (rejected_coverage) without asking the
+//     publisher, whatever the publisher would have done with it.
 //   - A cutover whose outcome is unknown (timeout, 5xx) is resolved by
 //     re-reading the head: our request id in the lineage since the base
 //     means accepted; the head still at the base means resubmit (the

@@ -17,6 +17,9 @@ import (
 type Lineage interface {
 	HeadRoot(ctx context.Context, collection string) (contract.Head, contract.Manifest, error)
 	Root(ctx context.Context, key, checksum string) (contract.Manifest, error)
+	// Lookup finds objectKey in m's full object set (reading at most the
+	// one part whose key range covers it).
+	Lookup(ctx context.Context, m *contract.Manifest, objectKey string) (contract.ObjectEntry, bool, error)
 }
 
 // Publisher is the Manifest Publisher. An unknown outcome is an error
@@ -89,6 +92,7 @@ const (
 	OutcomeStale            Outcome = "stale"                // the head moved: dropped
 	OutcomeRejectedDelete   Outcome = "rejected_delete_gain" // inputs gained deletes since the base
 	OutcomeRejected         Outcome = "rejected"             // the publisher refused the candidate
+	OutcomeRejectedCoverage Outcome = "rejected_coverage"    // the coverage does not apply to its base
 	OutcomeExpired          Outcome = "expired"              // older than the maximum task lifetime
 	OutcomeFailedAmbiguous  Outcome = "dropped_ambiguous"    // unguarded path only
 	OutcomeIgnored          Outcome = "ignored"              // nothing to hand off
@@ -170,6 +174,13 @@ func (h *Handoff) judge(ctx context.Context, c contract.Completion, reqID string
 		return res, fmt.Errorf("read head of %s: %w", c.Collection, err)
 	}
 	if head.Version == c.BaseManifestVersion && head.ManifestChecksum == c.BaseManifestChecksum {
+		reason, err := h.coverageMismatch(ctx, &root, c.Coverage)
+		if err != nil {
+			return res, fmt.Errorf("check coverage of %s against v%d: %w", c.TaskID, root.Version, err)
+		}
+		if reason != "" {
+			res.Outcome, res.Reason = OutcomeRejectedCoverage, reason
+		}
 		return res, nil
 	}
 	since, complete, err := h.since(ctx, root, c.BaseManifestVersion)
@@ -224,6 +235,43 @@ func (h *Handoff) since(ctx context.Context, head contract.Manifest, base uint64
 	return out, m.Version == base, nil
 }
 
+// coverageMismatch says why a rewrite's coverage does not apply to its
+// base (empty when it does): every removed object must be in the base with
+// exactly the entry the base holds (GC judges evicted objects by the
+// entries the cutover's root records), no key may be named twice, and no
+// added key may already be in the base. The publisher should refuse such a
+// candidate too; the handoff does not rely on it.
+func (h *Handoff) coverageMismatch(ctx context.Context, base *contract.Manifest, cov *contract.Coverage) (string, error) {
+	seen := make(map[string]bool, len(cov.Removed)+len(cov.Added))
+	for _, o := range cov.Removed {
+		if seen[o.Key] {
+			return fmt.Sprintf("coverage names %s twice", o.Key), nil
+		}
+		seen[o.Key] = true
+		held, ok, err := h.lin.Lookup(ctx, base, o.Key)
+		switch {
+		case err != nil:
+			return "", err
+		case !ok:
+			return fmt.Sprintf("removes %s, which v%d does not hold", o.Key, base.Version), nil
+		case held != o:
+			return fmt.Sprintf("removes %s with an entry that differs from v%d's (checksum %s, v%d has %s)", o.Key, base.Version, o.Checksum, base.Version, held.Checksum), nil
+		}
+	}
+	for _, o := range cov.Added {
+		if seen[o.Key] {
+			return fmt.Sprintf("coverage names %s twice", o.Key), nil
+		}
+		seen[o.Key] = true
+		if _, ok, err := h.lin.Lookup(ctx, base, o.Key); err != nil {
+			return "", err
+		} else if ok {
+			return fmt.Sprintf("adds %s, which v%d already holds", o.Key, base.Version), nil
+		}
+	}
+	return "", nil
+}
+
 // deleteGain names an object added since the base that carries delete
 // markers over an input's record key range.
 func deleteGain(since []contract.Manifest, inputs []contract.ObjectEntry) string {
@@ -265,6 +313,9 @@ func (h *Handoff) finish(c contract.Completion, res Result) Result {
 	case OutcomeRejectedDelete:
 		h.metrics.Add("RejectedDeleteGain", 1)
 		h.log.Warn("result rejected: inputs gained deletes since its base", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
+	case OutcomeRejectedCoverage:
+		h.metrics.Add("RejectedCoverage", 1)
+		h.log.Error("result rejected: its coverage does not apply to its base; nothing submitted", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeRejected:
 		h.metrics.Add("CutoversRejected", 1)
 		h.log.Error("cutover rejected by the publisher", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)

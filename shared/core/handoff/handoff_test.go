@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,11 +17,18 @@ var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func sum(v uint64) string { return fmt.Sprintf("sha256:%064d", v) }
 
-// fakeLineage is a linear lineage of roots, version -> root.
-type fakeLineage struct{ roots map[uint64]contract.Manifest }
+// fakeLineage is a linear lineage of roots, version -> root; every version
+// holds the objects in held.
+type fakeLineage struct {
+	roots map[uint64]contract.Manifest
+	held  map[string]contract.ObjectEntry
+}
+
+// input is the object every test completion removes; the base holds it.
+var input = contract.ObjectEntry{Key: "collections/c1/data/l0/a.seg", DocCount: 10, MinRecordKey: "k10", MaxRecordKey: "k20"}
 
 func newLineage(n uint64) *fakeLineage {
-	l := &fakeLineage{roots: map[uint64]contract.Manifest{}}
+	l := &fakeLineage{roots: map[uint64]contract.Manifest{}, held: map[string]contract.ObjectEntry{input.Key: input}}
 	for v := uint64(1); v <= n; v++ {
 		l.add(contract.Origin{Kind: contract.OriginAppend}, nil)
 	}
@@ -41,6 +49,11 @@ func (l *fakeLineage) add(o contract.Origin, added []contract.ObjectEntry) {
 func (l *fakeLineage) HeadRoot(context.Context, string) (contract.Head, contract.Manifest, error) {
 	v := l.head()
 	return contract.Head{Collection: "c1", Version: v, ManifestChecksum: sum(v)}, l.roots[v], nil
+}
+
+func (l *fakeLineage) Lookup(_ context.Context, _ *contract.Manifest, key string) (contract.ObjectEntry, bool, error) {
+	o, ok := l.held[key]
+	return o, ok, nil
 }
 
 func (l *fakeLineage) Root(_ context.Context, key, checksum string) (contract.Manifest, error) {
@@ -77,7 +90,7 @@ func (p *fakePublisher) Cutover(_ context.Context, r contract.CutoverRequest) (c
 }
 
 func completion(base uint64, started time.Time) contract.Completion {
-	in := contract.ObjectEntry{Key: "collections/c1/data/l0/a.seg", DocCount: 10, MinRecordKey: "k10", MaxRecordKey: "k20"}
+	in := input
 	out := contract.ObjectEntry{Key: "collections/c1/data/l1/t/0000.seg", DocCount: 10, MinRecordKey: "k10", MaxRecordKey: "k20"}
 	return contract.Completion{TaskID: "t", Kind: contract.KindCompaction, Collection: "c1", BaseManifestVersion: base,
 		BaseManifestChecksum: sum(base), Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: started.UnixMilli(),
@@ -118,6 +131,47 @@ func TestRewriteDecisions(t *testing.T) {
 			res, err := h.Process(context.Background(), completion(5, tc.started))
 			if err != nil || res.Outcome != tc.want {
 				t.Fatalf("%s %s %v, want %s", res.Outcome, res.Reason, err, tc.want)
+			}
+		})
+	}
+}
+
+// A coverage that does not apply to its base is rejected before the
+// publisher is asked (issue 19): removing an object the base does not hold,
+// or holds with another entry, naming a key twice, adding a key the base
+// already holds. The stand-in publisher refuses these too; a real one
+// might not.
+func TestCoverageMustApplyToBase(t *testing.T) {
+	other := input
+	other.Key = "collections/c1/data/l0/b.seg"
+	changed := input
+	changed.Checksum = sum(99)
+	for _, tc := range []struct {
+		name  string
+		edit  func(*contract.Coverage)
+		wantR string
+	}{
+		{"removes an object the base does not hold", func(c *contract.Coverage) { c.Removed = append(c.Removed, other) }, "does not hold"},
+		{"removes an object with another entry", func(c *contract.Coverage) { c.Removed[0] = changed }, "differs"},
+		{"removes an object twice", func(c *contract.Coverage) { c.Removed = append(c.Removed, input) }, "twice"},
+		{"adds an object the base holds", func(c *contract.Coverage) { c.Added = append(c.Added, input) }, "twice"},
+		{"adds an object the base holds under another name", func(c *contract.Coverage) { c.Added[0].Key = other.Key }, "already holds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lin := newLineage(5)
+			if tc.name == "adds an object the base holds under another name" {
+				lin.held[other.Key] = other
+			}
+			pub := &fakePublisher{lin: lin}
+			h, m := newHandoff(lin, pub, guard.All())
+			c := completion(5, t0)
+			tc.edit(c.Coverage)
+			res, err := h.Process(context.Background(), c)
+			if err != nil || res.Outcome != OutcomeRejectedCoverage || !strings.Contains(res.Reason, tc.wantR) {
+				t.Fatalf("%s %q %v, want %s (%s)", res.Outcome, res.Reason, err, OutcomeRejectedCoverage, tc.wantR)
+			}
+			if pub.calls != 0 || m.Counts()["RejectedCoverage"] != 1 {
+				t.Fatalf("publisher called %d times, metrics %v", pub.calls, m.Counts())
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -292,10 +293,10 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts, 
 	}
 	for _, r := range root.Change.Removed {
 		d.GCObjects++
-		d.GCBytes += r.Size
+		d.GCBytes = saturatingAdd(d.GCBytes, r.Size)
 	}
 	if d.GCObjects > 0 {
-		d.GCDueAtUnixMs = root.CommitTsUnixMs + (o.cfg.TokenLifetime + o.cfg.RetentionWindow).Milliseconds()
+		d.GCDueAtUnixMs = saturatingAdd(root.CommitTsUnixMs, (o.cfg.TokenLifetime + o.cfg.RetentionWindow).Milliseconds())
 	}
 	return d
 }
@@ -305,19 +306,35 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts, 
 // oldest object (minimum max_ts) is transition_after_ms old. A part mixing
 // tiers may look due when only its target-tier objects are old; the
 // executor then finds nothing to move (one part read, no cutover).
+//
+// Timestamps come from the manifest: a far-future max_ts saturates (it is
+// never due) rather than wrapping into the past, which would schedule a
+// transition that moves nothing every sweep minute.
 func transitionDue(root contract.Manifest, lc contract.Lifecycle, nowMs int64) (dueAt int64, due bool) {
 	if _, ok := lc.TransitionCutoff(nowMs); !ok {
 		return 0, false
 	}
+	found := false
 	for _, p := range root.Parts {
 		if !slices.ContainsFunc(p.Tiers, func(t string) bool { return t != lc.TransitionToTier }) {
 			continue
 		}
-		if at := p.MinObjectMaxTsUnixMs + lc.TransitionAfterMs; dueAt == 0 || at < dueAt {
-			dueAt = at
+		if at := saturatingAdd(p.MinObjectMaxTsUnixMs, lc.TransitionAfterMs); !found || at < dueAt {
+			dueAt, found = at, true
 		}
 	}
-	return dueAt, dueAt != 0 && dueAt <= nowMs
+	return dueAt, found && dueAt <= nowMs
+}
+
+// saturatingAdd is a + b clamped to the int64 range.
+func saturatingAdd(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // tasks derives the tasks of a newly observed head. At most one queue is

@@ -104,21 +104,34 @@ func printPlan(out io.Writer, p gc.Plan, err error, asJSON bool) error {
 	if p.Blocked != "" {
 		fmt.Fprintf(out, "  BLOCKED: %s\n", p.Blocked)
 	}
-	fmt.Fprintf(out, "  would delete %d objects:\n", len(p.Delete))
+	fmt.Fprintf(out, "  would delete %d objects (outstanding; %d more are eligible but already gone)", len(p.Delete), p.AlreadyGone)
+	if p.Truncated {
+		fmt.Fprint(out, " — more than one sweep holds: the next sweep continues")
+	}
+	fmt.Fprintln(out, ":")
 	for _, c := range p.Delete {
 		fmt.Fprintf(out, "    %s (evicted v%d at %d, max_ts %d)\n", c.Entry.Key, c.EvictVersion, c.EvictTsUnixMs, c.Entry.MaxTsUnixMs)
 	}
-	fmt.Fprintf(out, "  deferred %d: %v\n", len(p.Deferred), p.DeferredByReason)
+	fmt.Fprintf(out, "  deferred %d (%d bytes): %v\n", p.DeferredCount, p.DeferredBytes, p.DeferredByReason)
 	for _, d := range p.Deferred {
 		fmt.Fprintf(out, "    %s: %s (due %d)\n", d.Key, d.Reason, d.DueUnixMs)
 	}
-	fmt.Fprintf(out, "  would trim %d roots (oldest first, each only after its objects are confirmed gone):\n", len(p.Trim))
-	for _, s := range p.Trim {
-		fmt.Fprintf(out, "    v%d %s (+%d parts, needs %d objects gone)\n", s.Version, s.RootKey, len(s.Parts), len(s.NeedsGone))
+	if len(p.Deferred) < p.DeferredCount {
+		fmt.Fprintf(out, "    ... and %d more\n", p.DeferredCount-len(p.Deferred))
 	}
-	fmt.Fprintf(out, "  never-committed outputs: %d to reclaim, %d too young\n", len(p.Orphans), p.OrphansYoung)
+	fmt.Fprintf(out, "  would trim %d roots (oldest first, each only after its candidates are confirmed gone):\n", len(p.Trim))
+	for _, s := range p.Trim {
+		fmt.Fprintf(out, "    v%d %s (+%d parts, needs %d candidates gone first)\n", s.Version, s.RootKey, len(s.Parts), s.Needs)
+	}
+	fmt.Fprintf(out, "  the coordinator's never-committed outputs: %d to reclaim, %d inside the reclaim grace\n", len(p.Orphans), p.OrphansYoung)
 	for _, o := range p.Orphans {
 		fmt.Fprintf(out, "    %s\n", o.Key)
+	}
+	if p.ForeignUncommitted > 0 {
+		fmt.Fprintf(out, "  other writers' uploads no manifest references: %d (never deleted by GC)\n", p.ForeignUncommitted)
+	}
+	if p.ListingError != "" {
+		fmt.Fprintf(out, "  listing failed (%s): existence unknown, nothing proposed as never-committed\n", p.ListingError)
 	}
 	if len(p.Remaining) > 0 {
 		fmt.Fprintf(out, "  remaining publisher-owned dependencies: %v\n", p.Remaining)
@@ -143,8 +156,11 @@ func printStatus(ctx context.Context, out io.Writer, cfg app.Config, cl app.Clie
 	if planErr != nil {
 		status["gc_refused"] = planErr.Error()
 	} else {
-		status["gc"] = map[string]any{"roots": p.Roots, "oldest_version": p.OldestVersion, "retained": p.Retained, "deletable_now": len(p.Delete),
-			"deferred_by_reason": p.DeferredByReason, "trimmable_roots": len(p.Trim), "orphans": len(p.Orphans), "blocked": p.Blocked, "tombstoned": p.Tombstoned}
+		status["gc"] = map[string]any{"roots": p.Roots, "oldest_version": p.OldestVersion, "retained": p.Retained,
+			"deletable_now": len(p.Delete), "already_gone": p.AlreadyGone, "more_than_one_sweep": p.Truncated,
+			"deferred": p.DeferredCount, "deferred_by_reason": p.DeferredByReason, "trimmable_roots": len(p.Trim),
+			"orphans": len(p.Orphans), "orphans_young": p.OrphansYoung, "foreign_uncommitted": p.ForeignUncommitted,
+			"blocked": p.Blocked, "tombstoned": p.Tombstoned}
 	}
 	if o.table != "" {
 		st, err := awsio.NewObservedTable(cl.Dynamo, cfg.Table).Get(ctx, o.collection)

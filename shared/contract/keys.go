@@ -17,6 +17,20 @@ import (
 //	collections/<c>/data/l0/<version:020d>-<n>.seg        segments committed by appends (level 0)
 //	collections/<c>/data/l<L>/<task id>/<n:04d>.seg       rewrite outputs at level L (1..9)
 //
+// The coordinator owns exactly one family of keys: the outputs its rewrite
+// tasks (compaction, lifecycle transition) write, under a prefix that is
+// the task's own identity (OwnedOutputTask parses it):
+//
+//	collections/<c>/data/l<1-9>/<kind>-<c>-v<base version>-<16 hex>/<4 digits>.seg
+//	<kind> = compaction | lifecycletransition
+//
+// Only such a key may be reclaimed as a never-committed output (rules 4
+// and 11). Every other key under data/ belongs to another writer (ingest,
+// a snapshot import, a bulk load): GC never deletes it on its own
+// authority, however old, and touches it only after a committed manifest
+// referenced it and a newer one dropped it (rule 3). Other writers must
+// not write keys of the owned pattern.
+//
 // Data keys embed the level so that a manifest's parts, which partition the
 // object set by key range, also group objects by level: a planner working on
 // one level reads only the parts of that level's key range.
@@ -98,6 +112,69 @@ func RewritePrefix(c string, level int, taskID string) string {
 // RewriteOutputKey names the n-th output of a rewrite task at level.
 func RewriteOutputKey(c string, level int, taskID string, n int) string {
 	return fmt.Sprintf("%s%04d.seg", RewritePrefix(c, level, taskID), n)
+}
+
+// OwnedOutputTask reports whether key is an output a rewrite task of the
+// coordinator wrote for collection c (see the owned pattern above) and
+// returns that task's identity. Anything else under data/ is another
+// writer's.
+func OwnedOutputTask(c, key string) (taskID string, ok bool) {
+	rest, ok := strings.CutPrefix(key, DataPrefix(c)+"l")
+	if !ok || len(rest) < 2 || rest[0] < '1' || rest[0] > '9' || rest[1] != '/' {
+		return "", false
+	}
+	rest = rest[2:]
+	slash := strings.IndexByte(rest, '/')
+	if slash < 0 {
+		return "", false
+	}
+	taskID, name := rest[:slash], rest[slash+1:]
+	if len(name) != len("0000.seg") || !strings.HasSuffix(name, ".seg") || !allDigits(name[:4]) {
+		return "", false
+	}
+	if !rewriteTaskIDOf(c, taskID) {
+		return "", false
+	}
+	return taskID, true
+}
+
+// rewriteTaskIDOf reports whether id has the shape of a rewrite task's
+// identity for collection c: <kind>-<c>-v<version>-<16 hex>.
+func rewriteTaskIDOf(c, id string) bool {
+	var rest string
+	ok := false
+	for _, k := range []TaskKind{KindCompaction, KindLifecycleTransition} {
+		if r, found := strings.CutPrefix(id, strings.ReplaceAll(string(k), "_", "")+"-"+c+"-v"); found {
+			rest, ok = r, true
+			break
+		}
+	}
+	if !ok {
+		return false
+	}
+	dash := strings.IndexByte(rest, '-')
+	if dash <= 0 || rest[0] == '0' || !allDigits(rest[:dash]) {
+		return false
+	}
+	h := rest[dash+1:]
+	if len(h) != 16 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if !(h[i] >= '0' && h[i] <= '9' || h[i] >= 'a' && h[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // LevelOfKey returns the level a data key of c lives at.

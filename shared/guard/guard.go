@@ -9,23 +9,28 @@ type Set struct {
 	DeleteGates           bool // GC's reference, watermark and retention gates
 	ManifestBeforeObjects bool // a manifest root is deleted only after the objects only it referenced
 	ReleaseDependencies   bool // a release intent is requested only after every cleanup dependency is confirmed
+	OrphanOwnership       bool // never-committed reclaim touches only the coordinator's own task-id-prefixed outputs
+	FreshProof            bool // every delete call, retries included, rests on an eligibility proof younger than the configured bound
 }
 
 // All is every guard on: the only production setting.
 func All() Set {
 	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
-		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true}
+		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true}
 }
 
 // Names lists the guards in a stable order (for mutation reports).
 func Names() []string {
 	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
-		"delete_gates", "manifest_before_objects", "release_dependencies"}
+		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof"}
 }
 
 // Without returns All() with the named guard off; ok is false for an unknown name.
-func Without(name string) (Set, bool) {
-	s := All()
+func Without(name string) (Set, bool) { return All().Off(name) }
+
+// Off returns s with the named guard off as well; ok is false for an
+// unknown name.
+func (s Set) Off(name string) (Set, bool) {
 	switch name {
 	case "lease_condition":
 		s.LeaseCondition = false
@@ -41,6 +46,10 @@ func Without(name string) (Set, bool) {
 		s.ManifestBeforeObjects = false
 	case "release_dependencies":
 		s.ReleaseDependencies = false
+	case "orphan_ownership":
+		s.OrphanOwnership = false
+	case "fresh_proof":
+		s.FreshProof = false
 	default:
 		return s, false
 	}

@@ -156,15 +156,30 @@ type Listed struct {
 // candidates; it is never the truth about what is live.
 func (b *Bucket) List(ctx context.Context, prefix string) ([]Listed, error) {
 	var out []Listed
+	err := b.ListPages(ctx, prefix, func(page []Listed) error {
+		out = append(out, page...)
+		return nil
+	})
+	return out, err
+}
+
+// ListPages calls fn with each page (up to 1,000 keys, ascending) of the
+// keys under prefix, so that memory holds one page; an error from fn ends
+// the listing and is returned.
+func (b *Bucket) ListPages(ctx context.Context, prefix string, fn func([]Listed) error) error {
 	p := s3.NewListObjectsV2Paginator(b.api, &s3.ListObjectsV2Input{Bucket: aws.String(b.name), Prefix: aws.String(prefix)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, translate("list", b.name+"/"+prefix, err, false)
+			return translate("list", b.name+"/"+prefix, err, false)
 		}
+		out := make([]Listed, 0, len(page.Contents))
 		for _, o := range page.Contents {
 			out = append(out, Listed{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), LastModified: aws.ToTime(o.LastModified)})
 		}
+		if err := fn(out); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }

@@ -27,10 +27,34 @@
 //
 // Each deferred candidate is counted under one reason, the first gate that
 // holds it: pinned_manifest, watermark, retention_window, lifecycle_retention.
-// Apply re-reads the watermark and facts and re-judges (b) and (c); before
-// every delete call it re-reads the head and looks every key of the call up
-// in each root committed since the plan (all of them are retained), so an
-// object the publisher re-references after the plan is kept.
+//
+// # Read phase, then pure decisions
+//
+// A plan reads first (read: facts, the verified walk, the watermark),
+// frames the retention and refusals from what it read (newFrame, pure),
+// then streams the candidates: each is looked up exactly in the roots that
+// matter (candidates/lookup) and judged by decide (pure). A key's eviction
+// counts only if no walked root newer than it holds the key (else a later
+// event decides). A listing of the data prefix then says which eligible
+// candidates still exist (scanData: the plan and `bcc gc-plan` show what
+// is really outstanding; one already gone is not deleted again and counts
+// as confirmed) and proposes never-committed outputs (propose, pure). The
+// trim is planned last (planTrim, pure). A plan holds at most
+// MaxSweepCandidates deletes; a larger backlog is finished by the next
+// sweeps.
+//
+// # Every delete call rests on a fresh proof (guard.FreshProof, rule 14)
+//
+// Apply re-reads the watermark and facts and re-judges (b) and (c). Then,
+// before every delete call — the first attempt and every retry after a
+// transient failure — it re-proves eligibility (deleteProven): the head is
+// re-read, every root committed since the plan is retained and every key
+// of the call looked up in it, the gates are re-read when their reading is
+// older than ProofMaxAge; a head that does not descend from the planned one
+// (a rollback, or the collection dropped and re-created under the same
+// name) refuses the rest of the sweep. A proof that took longer than
+// ProofMaxAge is taken again: no key is deleted on the strength of a check
+// older than that bound.
 //
 // # Tombstones
 //
@@ -60,8 +84,9 @@
 // Roots are deleted oldest first, and only after the objects of the same
 // sweep are done. Root V (the oldest walked root, not retained, not the
 // head) may go only when every object in change(V).Removed and in
-// change(V+1).Removed is confirmed gone in this sweep or was re-added by a
-// newer version (whose own events then index it). change(V+1).Removed is
+// change(V+1).Removed is confirmed gone in this sweep (deleted, or no
+// longer listed) or was re-added by a newer version (whose own events then
+// index it). change(V+1).Removed is
 // what only V still references; change(V).Removed is the debt only V's root
 // indexes. The order of one step is:
 //
@@ -81,15 +106,19 @@
 // Deleting oldest first keeps the lineage a contiguous chain from the head,
 // so a missing parent always means "everything older is gone".
 //
-// # Never-committed outputs (rule 4)
+// # Never-committed outputs: only the coordinator's own (rules 4 and 11)
 //
 // A listing of the data prefix only proposes keys. A proposed key is
-// reclaimed only if no change of the walked lineage mentions it (every
-// object of a walked root is either in the head or removed by a newer walked
-// root), neither the head nor any retained root references it (exact
-// lookups, again before the delete call), and it is older than
-// MaxTaskLifetime + ClockSkew. A key an older existing root references is
-// committed debt and goes through the predicate above.
+// reclaimed only if its key is the coordinator's own output pattern
+// (contract.OwnedOutputTask: under a prefix that is one of its rewrite
+// tasks' identity; guard.OrphanOwnership), no walked root references it or
+// names it in its change (exact lookups, again before the delete call),
+// and it is older than MaxTaskLifetime + ClockSkew. Any other key no
+// manifest knows belongs to another writer (an ingest whose commit has not
+// landed, a snapshot import, a bulk load): it is counted
+// (Plan.ForeignUncommitted) and never deleted, however old. A key an older
+// existing root references is committed debt and goes through the
+// predicate above.
 //
 // # Dry run
 //

@@ -2,10 +2,12 @@ package gc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/guard"
 )
 
@@ -14,17 +16,33 @@ type Objects interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 }
 
+// Lineage reads the committed lineage: the head, roots verified against the
+// checksum that names them, parts verified as they are read, all strictly
+// decoded. Production uses *lineage.Reader; nothing in this package ever
+// reads a manifest another way.
+type Lineage interface {
+	Head(ctx context.Context, collection string) (contract.Head, error)
+	WalkFrom(ctx context.Context, collection string, floor uint64) (lineage.Walk, error)
+	Lookup(ctx context.Context, m *contract.Manifest, objectKey string) (contract.ObjectEntry, bool, error)
+	Each(ctx context.Context, m *contract.Manifest, keep func(contract.PartRef) bool, fn func(contract.ObjectEntry) error) error
+}
+
 // Listed is one key a listing proposed.
 type Listed struct {
 	Key          string
 	LastModified time.Time
 }
 
-// Lister proposes keys under a prefix. A listing is never the truth about
-// what is live or what may be deleted (rule 5): every proposed key is
-// checked against the committed lineage before anything happens to it.
+// ErrStopListing, returned by a page callback, ends a listing early
+// without error.
+var ErrStopListing = errors.New("stop listing")
+
+// Lister proposes keys under a prefix, one page at a time (memory: one
+// page). A listing is never the truth about what is live or what may be
+// deleted (rule 5): every proposed key is checked against the committed
+// lineage before anything happens to it.
 type Lister interface {
-	List(ctx context.Context, prefix string) ([]Listed, error)
+	List(ctx context.Context, prefix string, page func([]Listed) error) error
 }
 
 // DeleteResult is one DeleteObjects call's answer: keys confirmed gone (a
@@ -79,7 +97,8 @@ func (w WatermarkObject) Watermark(ctx context.Context) (contract.Watermark, err
 // the CLI, which gets nothing else) cannot change anything (rule 10).
 type ReadPorts struct {
 	Objects   Objects
-	Lister    Lister
+	Lineage   Lineage // optional: a lineage.Reader over Objects
+	Lister    Lister  // optional: without it nothing is proposed as never-committed
 	Facts     FactsSource
 	Watermark WatermarkSource
 }
@@ -103,14 +122,22 @@ type Config struct {
 	RetryBackoff    time.Duration // first retry backoff (doubles)
 	RetryAfter      time.Duration // next due time when blocked (unreadable watermark)
 	PartCache       int           // verified parts cached by the lineage reader
-	Guards          guard.Set
+	// ProofMaxAge bounds how old the eligibility proof behind a delete call
+	// may be when the call is made: every call, retries included, rests on
+	// a head (and gates) read at most this long before (guard.FreshProof).
+	ProofMaxAge time.Duration
+	// MaxSweepCandidates bounds the delete candidates one sweep holds (its
+	// memory); a sweep that finds more deletes these and reports the rest
+	// as due now, so the next sweep continues.
+	MaxSweepCandidates int
+	Guards             guard.Set
 }
 
 // DefaultConfig is the production default (guards all on).
 func DefaultConfig() Config {
 	return Config{TokenLifetime: 15 * time.Minute, RetentionWindow: 5 * time.Minute, MaxTaskLifetime: 15 * time.Minute,
 		ClockSkew: 2 * time.Minute, BatchSize: 1000, MaxAttempts: 5, RetryBackoff: 200 * time.Millisecond,
-		RetryAfter: time.Minute, PartCache: 1024, Guards: guard.All()}
+		RetryAfter: time.Minute, PartCache: 1024, ProofMaxAge: 10 * time.Second, MaxSweepCandidates: 100_000, Guards: guard.All()}
 }
 
 func (c Config) withDefaults() Config {
@@ -130,5 +157,19 @@ func (c Config) withDefaults() Config {
 	if c.PartCache <= 0 {
 		c.PartCache = d.PartCache
 	}
+	if c.ProofMaxAge <= 0 {
+		c.ProofMaxAge = d.ProofMaxAge
+	}
+	if c.MaxSweepCandidates <= 0 {
+		c.MaxSweepCandidates = d.MaxSweepCandidates
+	}
 	return c
+}
+
+// lineageOf is the lineage port of rp, defaulting to a verified reader.
+func lineageOf(rp ReadPorts, cfg Config) Lineage {
+	if rp.Lineage != nil {
+		return rp.Lineage
+	}
+	return lineage.New(rp.Objects, cfg.PartCache)
 }

@@ -31,14 +31,15 @@ type GCBucket struct{ B *awsio.Bucket }
 // Get reads an object.
 func (g GCBucket) Get(ctx context.Context, key string) ([]byte, error) { return g.B.Get(ctx, key) }
 
-// List proposes keys under prefix.
-func (g GCBucket) List(ctx context.Context, prefix string) ([]gc.Listed, error) {
-	ls, err := g.B.List(ctx, prefix)
-	out := make([]gc.Listed, len(ls))
-	for i, l := range ls {
-		out[i] = gc.Listed{Key: l.Key, LastModified: l.LastModified}
-	}
-	return out, err
+// List proposes keys under prefix, one page at a time.
+func (g GCBucket) List(ctx context.Context, prefix string, fn func([]gc.Listed) error) error {
+	return g.B.ListPages(ctx, prefix, func(page []awsio.Listed) error {
+		out := make([]gc.Listed, len(page))
+		for i, l := range page {
+			out[i] = gc.Listed{Key: l.Key, LastModified: l.LastModified}
+		}
+		return fn(out)
+	})
 }
 
 // DeleteBatch deletes up to 1000 keys (404 counts as deleted).

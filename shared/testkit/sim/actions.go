@@ -14,6 +14,7 @@ import (
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/core/segment"
+	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
@@ -28,7 +29,8 @@ var (
 
 func (w *World) gcConfig() gc.Config {
 	return gc.Config{TokenLifetime: TokenLifetime, RetentionWindow: RetentionWindow, MaxTaskLifetime: MaxTaskLifetime, ClockSkew: ClockSkew,
-		BatchSize: 3, MaxAttempts: 3, RetryBackoff: 200 * time.Millisecond, RetryAfter: time.Minute, PartCache: 64, Guards: w.cfg.Guards}
+		BatchSize: 3, MaxAttempts: 3, RetryBackoff: 200 * time.Millisecond, RetryAfter: time.Minute, PartCache: 64,
+		ProofMaxAge: ProofMaxAge, Guards: w.cfg.Guards}
 }
 
 // ---------------------------------------------------------------------------
@@ -168,6 +170,58 @@ func (w *World) appendTo(c string) {
 	})
 	if err != nil {
 		w.violate("workload", "append to %s failed without faults: %v", c, err)
+	}
+}
+
+// foreignUpload models another writer (an ingest, a snapshot import) that
+// stores a segment under data/ for a commit that lands later, or never.
+// Its records have keys of their own, so a late commit changes what reads
+// only by adding them.
+func (w *World) foreignUpload(c string) {
+	w.uploadN++
+	key, level := fmt.Sprintf("%sl0/ingest-%06d.seg", contract.DataPrefix(c), w.uploadN), 0
+	if w.rng.IntN(2) == 0 {
+		key, level = fmt.Sprintf("%sl1/import-%06d/0000.seg", contract.DataPrefix(c), w.uploadN), 1
+	}
+	writes := []workload.Write{{Key: fmt.Sprintf("late-%06d", w.uploadN), Payload: []byte(fmt.Sprintf("u%d", w.uploadN))}}
+	var u workload.Upload
+	_, err := w.invokeOwner(func() error {
+		var err error
+		u, err = w.gen.Upload(w.ctx, c, key, level, writes)
+		return err
+	})
+	if err != nil {
+		w.violate("workload", "upload to %s failed without faults: %v", c, err)
+		return
+	}
+	w.uploads = append(w.uploads, u)
+	w.foreign[key] = true
+	w.count("foreign-upload")
+	w.logf("  another writer uploads %s (commit pending)", key)
+}
+
+// foreignCommit lands the commit of a pending upload (picked at random:
+// some wait long past every reclaim grace).
+func (w *World) foreignCommit(quiet bool) {
+	var live []int
+	for i, u := range w.uploads {
+		if !w.cols[u.Collection].tombstoned {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	i := live[w.rng.IntN(len(live))]
+	u := w.uploads[i]
+	w.uploads = slices.Delete(w.uploads, i, i+1)
+	delete(w.foreign, u.Entry.Key)
+	if !quiet {
+		w.count("foreign-commit-late")
+	}
+	w.logf("  another writer commits its upload %s to %s", u.Entry.Key, u.Collection)
+	if _, err := w.invokeOwner(func() error { _, err := w.gen.CommitUpload(w.ctx, u); return err }); err != nil {
+		w.violate("workload", "late commit of %s failed without faults: %v", u.Entry.Key, err)
 	}
 }
 
@@ -383,6 +437,8 @@ func (w *World) stepActions() []action {
 			}},
 			action{4, "reader-open", func() { w.openReader(w.pick(live)) }},
 			action{1, "facts-change", func() { w.changeFacts(w.pick(live)) }},
+			action{2, "foreign-upload", func() { w.foreignUpload(w.pick(live)) }},
+			action{2, "foreign-commit", func() { w.foreignCommit(false) }},
 		)
 		if len(w.colNames) > 1 {
 			acts = append(acts, action{1, "tombstone", func() { w.tombstone(w.pick(live)) }})
@@ -519,6 +575,9 @@ func (w *World) run() {
 func (w *World) quiesce() {
 	w.quiet = true
 	w.logf("quiescent phase: faults stop")
+	for range len(w.uploads) / 2 {
+		w.foreignCommit(true)
+	}
 	for round := 0; round < 10 && len(w.violations) == 0; round++ {
 		w.step++
 		w.advance(20 * time.Minute)
@@ -662,6 +721,8 @@ func (w *World) checkConverged() {
 		for _, k := range w.bucket.Keys(contract.CollectionPrefix(c)) {
 			switch {
 			case k == contract.HeadKey(c) || k == h.rootKey || slices.Contains(h.parts, k):
+			case contract.IsDataKey(c, k) && !col.committed[k] && !owned(c, k):
+				w.count("end-foreign-uploads-left") // another writer's: never GC's to delete
 			case contract.IsDataKey(c, k):
 				if _, ok := h.objects[k]; !ok || col.tombstoned {
 					w.violate("converged", "%s still exists after the quiescent phase (head v%d)", k, h.v)

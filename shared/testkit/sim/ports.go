@@ -279,13 +279,23 @@ type gcBucket struct{ b *MemBucket }
 
 func (g gcBucket) Get(ctx context.Context, key string) ([]byte, error) { return g.b.Get(ctx, key) }
 
-func (g gcBucket) List(ctx context.Context, prefix string) ([]gc.Listed, error) {
+// List hands the listing to the use case in small pages (as S3 pages it).
+func (g gcBucket) List(ctx context.Context, prefix string, fn func([]gc.Listed) error) error {
 	ls, err := g.b.List(ctx, prefix)
-	out := make([]gc.Listed, len(ls))
-	for i, l := range ls {
-		out[i] = gc.Listed{Key: l.Key, LastModified: l.LastModified}
+	if err != nil {
+		return err
 	}
-	return out, err
+	const page = 4
+	for start := 0; start < len(ls); start += page {
+		out := make([]gc.Listed, 0, page)
+		for _, l := range ls[start:min(start+page, len(ls))] {
+			out = append(out, gc.Listed{Key: l.Key, LastModified: l.LastModified})
+		}
+		if err := fn(out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (g gcBucket) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResult, error) {

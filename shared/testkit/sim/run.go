@@ -52,16 +52,9 @@ func GuardsWithout(names []string) (guard.Set, error) {
 		if n == "" {
 			continue
 		}
-		without, ok := guard.Without(n)
-		if !ok {
+		var ok bool
+		if g, ok = g.Off(n); !ok {
 			return g, fmt.Errorf("unknown guard %q (known: %s)", n, strings.Join(guard.Names(), ", "))
-		}
-		// Intersect: a guard stays on only if it is on in both.
-		g = guard.Set{
-			LeaseCondition: g.LeaseCondition && without.LeaseCondition, BaseRevalidation: g.BaseRevalidation && without.BaseRevalidation,
-			DeleteGainCheck: g.DeleteGainCheck && without.DeleteGainCheck, AmbiguousReread: g.AmbiguousReread && without.AmbiguousReread,
-			DeleteGates: g.DeleteGates && without.DeleteGates, ManifestBeforeObjects: g.ManifestBeforeObjects && without.ManifestBeforeObjects,
-			ReleaseDependencies: g.ReleaseDependencies && without.ReleaseDependencies,
 		}
 	}
 	return g, nil

@@ -25,6 +25,7 @@ const (
 	MaxTaskLifetime = 15 * time.Minute
 	ClockSkew       = 2 * time.Minute // bound on the skew between any two clocks
 	LeaseDuration   = 2 * time.Minute
+	ProofMaxAge     = 10 * time.Second // a delete call's proof is at most this old
 	GCSweepInterval = 30 * time.Minute
 	MaxReceive      = 5
 	WatermarkKey    = "query-plane/global_safe_ts.json"
@@ -132,7 +133,10 @@ type World struct {
 	noteSeq  int
 	requests map[string]contract.CutoverRequest
 	readers  []reader
-	deleted  map[string]bool // keys deleted at least once
+	deleted  map[string]bool   // keys deleted at least once
+	uploads  []workload.Upload // other writers' uploads whose commit has not landed
+	foreign  map[string]bool   // keys of those uploads (never the coordinator's to delete)
+	uploadN  int
 
 	stack  []*invocation
 	invSeq int
@@ -156,6 +160,7 @@ var FaultKinds = []string{
 	"concurrent-append", "lease-expiry-mid-task", "takeover", "nested-action",
 	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
 	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "facts-changed",
+	"foreign-upload", "foreign-commit-late",
 }
 
 func newWorld(cfg Config) *World {
@@ -164,7 +169,7 @@ func newWorld(cfg Config) *World {
 	}
 	w := &World{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
-		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{},
+		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{}, foreign: map[string]bool{},
 		Counts: map[string]int{},
 	}
 	w.bucket = NewMemBucket(func() time.Time { return time.UnixMilli(w.t) })
@@ -406,6 +411,10 @@ func (w *World) checkCutover(col *collection, v *version) {
 // the head, a manifest a token may still open, or a live reader references.
 func (w *World) onDelete(key string) {
 	w.deleted[key] = true
+	if w.foreign[key] {
+		w.violate("foreign-delete", "%s deleted: another writer's upload whose commit has not landed (never the coordinator's, rule 11)", key)
+		return
+	}
 	c, ok := collectionOf(key)
 	col := w.cols[c]
 	if !ok || col == nil {
@@ -452,6 +461,9 @@ func (w *World) checkReleaseDependencies(req contract.ReleaseIntentRequest) {
 	for _, k := range w.bucket.Keys(contract.CollectionPrefix(req.Collection)) {
 		if k == contract.HeadKey(req.Collection) || k == h.rootKey || slices.Contains(h.parts, k) {
 			continue
+		}
+		if contract.IsDataKey(req.Collection, k) && !col.committed[k] && !owned(req.Collection, k) {
+			continue // another writer's never-committed upload: not a dependency GC may clean
 		}
 		if contract.IsDataKey(req.Collection, k) || col.committed[k] {
 			w.violate("release-dependencies", "release intent %s for %s recorded while %s still exists", req.IntentID, req.Collection, k)
@@ -549,4 +561,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// owned reports whether key is an output of one of the coordinator's own
+// rewrite tasks (the only never-committed objects it may reclaim).
+func owned(c, key string) bool {
+	_, ok := contract.OwnedOutputTask(c, key)
+	return ok
 }

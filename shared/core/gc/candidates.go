@@ -1,0 +1,93 @@
+package gc
+
+import (
+	"context"
+
+	"github.com/searchfabric/bcc/shared/contract"
+)
+
+// candidates streams every object the walked lineage's changes removed,
+// oldest root first, and for a tombstone every object the head still
+// references (evicted by the tombstone). Each is looked up exactly in the
+// roots that matter (I/O) and then judged (decide, pure). Memory: the
+// eligible candidates, at most MaxSweepCandidates.
+func (pl planner) candidates(ctx context.Context, v *view, fr *frame, p *Plan) error {
+	roots := v.walk.Roots
+	for i := len(roots) - 1; i >= 0; i-- {
+		for _, o := range roots[i].Change.Removed {
+			cd := Candidate{Entry: o, EvictVersion: roots[i].Version, EvictTsUnixMs: roots[i].CommitTsUnixMs}
+			if err := pl.consider(ctx, v, fr, p, cd, i); err != nil {
+				return err
+			}
+			if p.Truncated {
+				p.holdFrom(roots, i)
+				return nil
+			}
+		}
+	}
+	if !v.facts.Tombstoned {
+		return nil
+	}
+	return pl.lin.Each(ctx, &roots[0], nil, func(o contract.ObjectEntry) error {
+		if p.Truncated {
+			return nil
+		}
+		return pl.consider(ctx, v, fr, p, Candidate{Entry: o, EvictVersion: 0, EvictTsUnixMs: fr.sup[0]}, -1)
+	})
+}
+
+// consider looks one candidate up and records its verdict. evicted is the
+// index of the root that removed it (-1: the tombstone, newer than all).
+func (pl planner) consider(ctx context.Context, v *view, fr *frame, p *Plan, cd Candidate, evicted int) error {
+	r, err := pl.lookup(ctx, v.walk.Roots, fr, cd.Entry.Key, evicted)
+	if err != nil {
+		return err
+	}
+	vd := decide(cd, r, fr, pl.cfg)
+	switch {
+	case vd.skip:
+	case vd.reason != "":
+		p.deferCandidate(cd, vd.reason, vd.due)
+	case len(p.Delete) >= pl.cfg.MaxSweepCandidates:
+		p.Truncated = true
+	default:
+		p.Delete = append(p.Delete, cd)
+	}
+	return nil
+}
+
+// lookup asks the roots that can tell whether the candidate's eviction is
+// its newest event (the roots newer than it: any of them holding the key
+// means it was re-added, and a later event decides) and whether a manifest
+// a token may still open references it (the retained roots, exact lookups;
+// one part read per root, parts cached by checksum).
+func (pl planner) lookup(ctx context.Context, roots []contract.Manifest, fr *frame, key string, evicted int) (refs, error) {
+	r := refs{pinnedDue: -1}
+	for j := range roots {
+		newer := j < evicted
+		if j == evicted || !newer && (!fr.gates || !fr.retained[j]) {
+			continue
+		}
+		_, found, err := pl.lin.Lookup(ctx, &roots[j], key)
+		if err != nil {
+			return r, err
+		}
+		switch {
+		case found && newer:
+			r.newer = true
+			return r, nil
+		case found:
+			r.pinnedDue = max(r.pinnedDue, pinnedUntil(fr.sup[j], pl.cfg))
+		}
+	}
+	return r, nil
+}
+
+// holdFrom marks every version from roots[i] to the head (and the
+// tombstone) as not fully judged: none of their roots is trimmed.
+func (p *Plan) holdFrom(roots []contract.Manifest, i int) {
+	for j := i; j >= 0; j-- {
+		p.held[roots[j].Version] = true
+	}
+	p.held[0] = true
+}

@@ -160,7 +160,11 @@ func (pl planner) plan(ctx context.Context, c string, nowT time.Time) (Plan, err
 	if err := pl.scanData(ctx, &v, &fr, &p); err != nil {
 		return p, lineageErr(c, err)
 	}
-	p.Trim = planTrim(v.walk.Roots, fr.retained, p.held, p.Delete)
+	held := p.held
+	if !pl.cfg.Guards.ManifestBeforeObjects {
+		held = nil // mutation proof only: roots are trimmed whatever their objects' state
+	}
+	p.Trim = planTrim(v.walk.Roots, fr.retained, held, p.Delete)
 	if p.Tombstoned {
 		p.Remaining = []string{contract.HeadKey(c), p.HeadRootKey}
 	}

@@ -91,14 +91,22 @@ func DecodeCompletion(where string, b []byte) (Completion, error) {
 // the collection's object set, only if the head is still BaseVersion with
 // BaseChecksum. RequestID is deterministic so the publisher (and a handoff
 // resolving an ambiguous outcome) can recognise a request it already applied.
+//
+// NotAfterUnixMs is the deadline of the request: the publisher must not
+// make it visible (CAS the head) once its clock is past it, and answers
+// "expired" instead. It is the rewrite task's start plus the configured
+// cutover deadline, so the coordinator knows, from an output's write time
+// alone, when no publisher can commit it any more: only then (plus the
+// clock-skew allowance) is a never-committed output reclaimed.
 type CutoverRequest struct {
-	SchemaVersion int           `json:"schema_version"`
-	RequestID     string        `json:"request_id"`
-	Collection    string        `json:"collection"`
-	BaseVersion   uint64        `json:"base_version"`
-	BaseChecksum  string        `json:"base_checksum"`
-	Removed       []ObjectEntry `json:"removed"`
-	Added         []ObjectEntry `json:"added"`
+	SchemaVersion  int           `json:"schema_version"`
+	RequestID      string        `json:"request_id"`
+	Collection     string        `json:"collection"`
+	BaseVersion    uint64        `json:"base_version"`
+	BaseChecksum   string        `json:"base_checksum"`
+	NotAfterUnixMs int64         `json:"not_after_unix_ms"`
+	Removed        []ObjectEntry `json:"removed"`
+	Added          []ObjectEntry `json:"added"`
 }
 
 func (r *CutoverRequest) validate() error {
@@ -112,6 +120,8 @@ func (r *CutoverRequest) validate() error {
 		return invalid("collection %q is not a valid collection name", r.Collection)
 	case r.BaseVersion == 0 || !validChecksum(r.BaseChecksum):
 		return invalid("base_version/base_checksum missing")
+	case r.NotAfterUnixMs <= 0:
+		return invalid("not_after_unix_ms missing: every cutover request carries its deadline")
 	case len(r.Removed) == 0:
 		return invalid("a cutover must remove at least one object")
 	}
@@ -143,6 +153,7 @@ const (
 	CutoverAccepted = "accepted" // the head now is (or already was) the result
 	CutoverConflict = "conflict" // the head moved; nothing was applied
 	CutoverRejected = "rejected" // the request is invalid against the base; nothing was applied
+	CutoverExpired  = "expired"  // not_after passed before the publisher could apply it; nothing was applied
 )
 
 // CutoverAnswer is the publisher's reply.
@@ -160,8 +171,10 @@ func (a *CutoverAnswer) validate() error {
 	if err := checkSchema(a.SchemaVersion); err != nil {
 		return err
 	}
-	if a.Status != CutoverAccepted && a.Status != CutoverConflict && a.Status != CutoverRejected {
-		return invalid("status %q is not accepted|conflict|rejected", a.Status)
+	switch a.Status {
+	case CutoverAccepted, CutoverConflict, CutoverRejected, CutoverExpired:
+	default:
+		return invalid("status %q is not accepted|conflict|rejected|expired", a.Status)
 	}
 	return nil
 }

@@ -100,8 +100,19 @@ func propose(owned, known bool, ageMs, graceMs int64, gates bool) proposal {
 }
 
 // orphanGrace is how old a never-committed output must be before it is
-// reclaimed: no task that may still commit it is alive.
-func orphanGrace(cfg Config) time.Duration { return cfg.MaxTaskLifetime + cfg.ClockSkew }
+// reclaimed: no task that may still report it is alive (rule 4), and no
+// publisher may still apply a cutover naming it. A task writes its outputs
+// after it starts, so the largest not_after of a cutover that names an
+// output is its write time + CutoverDeadline (+ one skew: the task's clock
+// against S3's); the publisher stops at not_after on its own clock (+ one
+// skew against this worker's).
+func orphanGrace(cfg Config) time.Duration {
+	g := cfg.MaxTaskLifetime + cfg.ClockSkew
+	if cfg.Guards.CutoverDeadline {
+		g = max(g, cfg.CutoverDeadline+2*cfg.ClockSkew)
+	}
+	return g
+}
 
 // planTrim plans root deletions oldest first (doc.go): a root may go only
 // when no token can open it, it is not the head, and none of the

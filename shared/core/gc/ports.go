@@ -115,8 +115,14 @@ type Ports struct {
 type Config struct {
 	TokenLifetime   time.Duration // a superseded manifest stays openable this long
 	RetentionWindow time.Duration // evict_commit_ts < global_safe_ts - RetentionWindow
-	MaxTaskLifetime time.Duration // never-committed outputs are reclaimed after
-	ClockSkew       time.Duration // ... MaxTaskLifetime + ClockSkew
+	MaxTaskLifetime time.Duration // a rewrite task runs at most this long
+	ClockSkew       time.Duration // bound on the skew between any two clocks
+	// CutoverDeadline is how long after a rewrite task started a publisher
+	// may still apply its cutover (the request's not_after). A
+	// never-committed output is reclaimed only once that moment has passed
+	// on every clock: its write time + CutoverDeadline + 2 x ClockSkew
+	// (guard.CutoverDeadline), and never before MaxTaskLifetime + ClockSkew.
+	CutoverDeadline time.Duration
 	BatchSize       int           // keys per DeleteObjects call (<= 1000)
 	MaxAttempts     int           // attempts per key before the task fails
 	RetryBackoff    time.Duration // first retry backoff (doubles)
@@ -136,7 +142,7 @@ type Config struct {
 // DefaultConfig is the production default (guards all on).
 func DefaultConfig() Config {
 	return Config{TokenLifetime: 15 * time.Minute, RetentionWindow: 5 * time.Minute, MaxTaskLifetime: 15 * time.Minute,
-		ClockSkew: 2 * time.Minute, BatchSize: 1000, MaxAttempts: 5, RetryBackoff: 200 * time.Millisecond,
+		CutoverDeadline: 30 * time.Minute, ClockSkew: 2 * time.Minute, BatchSize: 1000, MaxAttempts: 5, RetryBackoff: 200 * time.Millisecond,
 		RetryAfter: time.Minute, PartCache: 1024, ProofMaxAge: 10 * time.Second, MaxSweepCandidates: 100_000, Guards: guard.All()}
 }
 
@@ -159,6 +165,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProofMaxAge <= 0 {
 		c.ProofMaxAge = d.ProofMaxAge
+	}
+	if c.CutoverDeadline < c.MaxTaskLifetime {
+		c.CutoverDeadline = c.MaxTaskLifetime
 	}
 	if c.MaxSweepCandidates <= 0 {
 		c.MaxSweepCandidates = d.MaxSweepCandidates

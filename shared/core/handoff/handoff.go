@@ -44,6 +44,13 @@ type Reclaimer interface {
 // Config tunes the handoff.
 type Config struct {
 	MaxTaskLifetime time.Duration
+	// CutoverDeadline is how long after a rewrite task started its cutover
+	// may still be made visible: every request carries not_after = started
+	// + CutoverDeadline, and the publisher refuses it after that. GC waits
+	// past the largest possible not_after before reclaiming a
+	// never-committed output (default 2 x MaxTaskLifetime; never less than
+	// MaxTaskLifetime).
+	CutoverDeadline time.Duration
 	// MaxLineageWalk bounds how many versions since a base are read to
 	// find an applied request or a delete gain (default 64); a longer gap
 	// is treated as stale.
@@ -73,6 +80,9 @@ func New(lin Lineage, pub Publisher, ccs CCS, reclaim Reclaimer, now func() time
 	}
 	if cfg.MaxTaskLifetime <= 0 {
 		cfg.MaxTaskLifetime = 15 * time.Minute
+	}
+	if cfg.CutoverDeadline < cfg.MaxTaskLifetime {
+		cfg.CutoverDeadline = 2 * cfg.MaxTaskLifetime
 	}
 	if cfg.MaxLineageWalk <= 0 {
 		cfg.MaxLineageWalk = 64
@@ -138,7 +148,8 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 	req := contract.CutoverRequest{
 		SchemaVersion: contract.SchemaVersion, RequestID: reqID, Collection: c.Collection,
 		BaseVersion: c.BaseManifestVersion, BaseChecksum: c.BaseManifestChecksum,
-		Removed: c.Coverage.Removed, Added: nonNil(c.Coverage.Added),
+		NotAfterUnixMs: NotAfter(c.StartedAtUnixMs, h.cfg.CutoverDeadline),
+		Removed:        c.Coverage.Removed, Added: nonNil(c.Coverage.Added),
 	}
 	for attempt := 0; ; attempt++ {
 		verdict, err := h.judge(ctx, c, reqID)
@@ -163,6 +174,12 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 		// Loop: judge re-reads the head. Our request in the lineage means
 		// accepted; head == base means resubmit; anything else is stale.
 	}
+}
+
+// NotAfter is the deadline of the cutover of a rewrite task that started at
+// startedMs: the publisher must not apply it later.
+func NotAfter(startedMs int64, deadline time.Duration) int64 {
+	return startedMs + deadline.Milliseconds()
 }
 
 // judge reads the committed head and decides what the result can still
@@ -296,6 +313,8 @@ func (h *Handoff) answered(c contract.Completion, res Result, ans contract.Cutov
 		res.Outcome, res.Version = OutcomeAccepted, ans.CommittedVersion
 	case contract.CutoverConflict:
 		res.Outcome, res.Reason = OutcomeStale, "publisher: "+ans.Reason
+	case contract.CutoverExpired:
+		res.Outcome, res.Reason = OutcomeExpired, "publisher: "+ans.Reason
 	default:
 		res.Outcome, res.Reason = OutcomeRejected, "publisher: "+ans.Reason
 	}
@@ -316,6 +335,9 @@ func (h *Handoff) finish(c contract.Completion, res Result) Result {
 	case OutcomeRejectedCoverage:
 		h.metrics.Add("RejectedCoverage", 1)
 		h.log.Error("result rejected: its coverage does not apply to its base; nothing submitted", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
+	case OutcomeExpired:
+		h.metrics.Add("ExpiredResultsDropped", 1)
+		h.log.Warn("result dropped: the publisher did not apply it before not_after", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeRejected:
 		h.metrics.Add("CutoversRejected", 1)
 		h.log.Error("cutover rejected by the publisher", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)

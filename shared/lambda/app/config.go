@@ -15,6 +15,8 @@ type Policy struct {
 	Observe          observe.Config `json:"observe"`
 	LeaseDuration    time.Duration  `json:"lease_duration"`
 	MaxTaskLifetime  time.Duration  `json:"max_task_lifetime"`
+	CutoverDeadline  time.Duration  `json:"cutover_deadline"` // a cutover's not_after = task start + this (>= max_task_lifetime)
+	GCProofMaxAge    time.Duration  `json:"gc_proof_max_age"` // a delete call's eligibility proof is at most this old
 	ClockSkew        time.Duration  `json:"clock_skew"`
 	OwnerTimeout     time.Duration  `json:"owner_timeout"`
 	GCDeletesPerSec  float64        `json:"gc_deletes_per_sec"` // per collection
@@ -27,7 +29,8 @@ type Policy struct {
 // DefaultPolicy is the production default.
 func DefaultPolicy() Policy {
 	return Policy{
-		Observe: observe.DefaultConfig(), LeaseDuration: 2 * time.Minute, MaxTaskLifetime: 15 * time.Minute, ClockSkew: 2 * time.Minute,
+		Observe: observe.DefaultConfig(), LeaseDuration: 2 * time.Minute, MaxTaskLifetime: 15 * time.Minute, CutoverDeadline: 30 * time.Minute,
+		GCProofMaxAge: 10 * time.Second, ClockSkew: 2 * time.Minute,
 		OwnerTimeout: 10 * time.Second, GCDeletesPerSec: 3000, GCGlobalPerSec: 3500, GCBatchSize: 1000,
 		TargetObjectSize: 64 << 20, MergeFactor: 4,
 	}

@@ -17,7 +17,10 @@ import (
 func GCConfig(p Policy, g guard.Set) gc.Config {
 	cfg := gc.DefaultConfig()
 	cfg.TokenLifetime, cfg.RetentionWindow = p.Observe.TokenLifetime, p.Observe.RetentionWindow
-	cfg.MaxTaskLifetime, cfg.ClockSkew = p.MaxTaskLifetime, p.ClockSkew
+	cfg.MaxTaskLifetime, cfg.ClockSkew, cfg.CutoverDeadline = p.MaxTaskLifetime, p.ClockSkew, p.CutoverDeadline
+	if p.GCProofMaxAge > 0 {
+		cfg.ProofMaxAge = p.GCProofMaxAge
+	}
 	if p.GCBatchSize > 0 {
 		cfg.BatchSize = min(p.GCBatchSize, 1000)
 	}

@@ -48,7 +48,7 @@ func HandoffUseCase(c Config, cl Clients, rt Runtime, o HandoffOptions) (*handof
 	if s := c.ccs(); s != nil {
 		ccs = s
 	}
-	cfg := handoff.Config{MaxTaskLifetime: c.Policy.MaxTaskLifetime, Guards: g}
+	cfg := handoff.Config{MaxTaskLifetime: c.Policy.MaxTaskLifetime, CutoverDeadline: c.Policy.CutoverDeadline, Guards: g}
 	// Production handoff can delete nothing: only the mutation with the
 	// ambiguous re-read switched off gets a reclaimer, to show the harm.
 	var reclaim handoff.Reclaimer

@@ -653,7 +653,7 @@ func TestGCRecoversAllDebtAfterTableLossMidRun(t *testing.T) {
 
 func TestGCNeverCommittedOutputsAfterTaskLifetime(t *testing.T) {
 	bothWays(t, withoutGates, func(t *testing.T, g guard.Set) []string {
-		e := startGC(t, nil) // MaxTaskLifetime 15m + ClockSkew 2m
+		e := startGC(t, nil) // reclaimed after cutover deadline 30m + 2 x clock skew 2m
 		e.create("c1", contract.Lifecycle{})
 		live := e.add("c1", 1, 0, 0)
 		head, _ := e.Lineage.Head(e.ctx, "c1")
@@ -672,7 +672,7 @@ func TestGCNeverCommittedOutputsAfterTaskLifetime(t *testing.T) {
 			v = append(v, "young never-committed output deleted (a worker may still commit it): "+orphan)
 		}
 		if g.DeleteGates {
-			e.clk.Advance(18 * time.Minute)
+			e.clk.Advance(35 * time.Minute)
 			e.watermark(e.clk.Now())
 			rep, err := ex.Run(e.ctx, contract.Task{TaskID: "t", Kind: contract.KindGC, Collection: "c1"})
 			if err != nil {

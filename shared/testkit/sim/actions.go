@@ -30,7 +30,7 @@ var (
 func (w *World) gcConfig() gc.Config {
 	return gc.Config{TokenLifetime: TokenLifetime, RetentionWindow: RetentionWindow, MaxTaskLifetime: MaxTaskLifetime, ClockSkew: ClockSkew,
 		BatchSize: 3, MaxAttempts: 3, RetryBackoff: 200 * time.Millisecond, RetryAfter: time.Minute, PartCache: 64,
-		ProofMaxAge: ProofMaxAge, Guards: w.cfg.Guards}
+		ProofMaxAge: ProofMaxAge, CutoverDeadline: CutoverDeadline, Guards: w.cfg.Guards}
 }
 
 // ---------------------------------------------------------------------------
@@ -140,7 +140,7 @@ func (w *World) runConsumer(class string, m Message, now func() time.Time) (stri
 			return "malformed", err
 		}
 		h := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaimer{w.bucket}, now,
-			handoff.Config{MaxTaskLifetime: MaxTaskLifetime, Guards: w.cfg.Guards}, nil, nil)
+			handoff.Config{MaxTaskLifetime: MaxTaskLifetime, CutoverDeadline: CutoverDeadline, Guards: w.cfg.Guards}, nil, nil)
 		res, err := h.Process(w.ctx, c)
 		if c.Kind == contract.KindLifecycleTransition && res.Outcome != "" {
 			w.count("transition-handoff-" + string(res.Outcome))
@@ -223,6 +223,34 @@ func (w *World) foreignCommit(quiet bool) {
 	if _, err := w.invokeOwner(func() error { _, err := w.gen.CommitUpload(w.ctx, u); return err }); err != nil {
 		w.violate("workload", "late commit of %s failed without faults: %v", u.Entry.Key, err)
 	}
+}
+
+// applyQueuedCutover is the publisher working through a request it queued
+// earlier: applied only if the head is still the request's base (the
+// publisher's CAS) and its not_after has not passed.
+func (w *World) applyQueuedCutover() {
+	if len(w.queued) == 0 {
+		return
+	}
+	i := w.rng.IntN(len(w.queued))
+	req := w.queued[i]
+	w.queued = slices.Delete(w.queued, i, i+1)
+	var ans contract.CutoverAnswer
+	_, err := w.invokeOwner(func() error {
+		var err error
+		ans, err = w.late.Cutover(w.ctx, req)
+		return err
+	})
+	switch {
+	case err != nil:
+		w.violate("workload", "late cutover %s failed without faults: %v", req.RequestID, err)
+	case ans.Status == contract.CutoverAccepted:
+		w.count("cutover-applied-late")
+	case ans.Status == contract.CutoverExpired:
+		w.count("cutover-expired-late")
+	}
+	w.logf("  publisher applies queued cutover %s of %s (base v%d, not_after +%.1fm): %s %s", req.RequestID, req.Collection, req.BaseVersion,
+		float64(req.NotAfterUnixMs-startMs)/60000, ans.Status, ans.Reason)
 }
 
 // invokeOwner runs an owner's or the workload's action: no faults, no
@@ -427,6 +455,7 @@ func (w *World) stepActions() []action {
 		{8, "watermark", w.watermarkAction},
 		{3, "watermark-stall", func() { w.count("watermark-stalled") }},
 		{4, "reader-read", w.readerRead},
+		{3, "publisher-applies-late", w.applyQueuedCutover},
 	}
 	if len(live) > 0 {
 		acts = append(acts,
@@ -578,6 +607,7 @@ func (w *World) quiesce() {
 	for range len(w.uploads) / 2 {
 		w.foreignCommit(true)
 	}
+
 	for round := 0; round < 10 && len(w.violations) == 0; round++ {
 		w.step++
 		w.advance(20 * time.Minute)
@@ -587,6 +617,16 @@ func (w *World) quiesce() {
 			w.deliver(0, false)
 		}
 		w.reconcile()
+		if round == 0 {
+			// The publisher works through what it queued, after a GC
+			// round, 20 minutes after the faults stopped: late, maybe not
+			// too late.
+			for i := 0; i < 50 && w.consume(resources.QueueGC); i++ {
+			}
+			for len(w.queued) > 0 {
+				w.applyQueuedCutover()
+			}
+		}
 		w.drain()
 		w.StepsRun++
 		if len(w.violations) == 0 {

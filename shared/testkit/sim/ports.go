@@ -400,8 +400,17 @@ func (p pubPort) Cutover(ctx context.Context, req contract.CutoverRequest) (cont
 		// The owner is a remote endpoint: timeouts are its common fault.
 		f = []Fault{FaultAmbiguousLost, FaultAmbiguousDone}[w.rng.IntN(2)]
 	}
-	switch f {
-	case FaultAmbiguousLost, FaultThrottle:
+	switch {
+	case w.slowPub && !w.quiet || f == FaultAmbiguousLost && w.rng.IntN(2) == 0:
+		// The publisher queued the request; the answer is lost and the
+		// request is applied later (or refused once past its not_after).
+		// It checked the outputs on arrival; it does not check them again.
+		if w.late.CheckOutputs(ctx, req.Added) == nil && !slices.ContainsFunc(w.queued, func(q contract.CutoverRequest) bool { return q.RequestID == req.RequestID }) {
+			w.queued = append(w.queued, req)
+			w.count("cutover-queued")
+		}
+		return contract.CutoverAnswer{}, fmt.Errorf("cutover %s: queued by the publisher: %w", req.RequestID, store.ErrAmbiguous)
+	case f == FaultAmbiguousLost || f == FaultThrottle:
 		w.count("cutover-timeout-before")
 		return contract.CutoverAnswer{}, fmt.Errorf("cutover %s: %w", req.RequestID, store.ErrAmbiguous)
 	}

@@ -26,6 +26,7 @@ const (
 	ClockSkew       = 2 * time.Minute // bound on the skew between any two clocks
 	LeaseDuration   = 2 * time.Minute
 	ProofMaxAge     = 10 * time.Second // a delete call's proof is at most this old
+	CutoverDeadline = 30 * time.Minute // a cutover's not_after = task start + this
 	GCSweepInterval = 30 * time.Minute
 	MaxReceive      = 5
 	WatermarkKey    = "query-plane/global_safe_ts.json"
@@ -121,6 +122,7 @@ type World struct {
 
 	bucket *MemBucket
 	pub    *publisher.Publisher
+	late   *publisher.Publisher // applies queued cutovers late (base CAS, as a real publisher)
 	gen    *workload.Generator
 	ccs    *CCS
 	state  *StateStore
@@ -137,6 +139,8 @@ type World struct {
 	uploads  []workload.Upload // other writers' uploads whose commit has not landed
 	foreign  map[string]bool   // keys of those uploads (never the coordinator's to delete)
 	uploadN  int
+	queued   []contract.CutoverRequest // cutovers the publisher received but has not applied yet
+	slowPub  bool                      // this seed's publisher queues every cutover and applies it late
 
 	stack  []*invocation
 	invSeq int
@@ -160,7 +164,7 @@ var FaultKinds = []string{
 	"concurrent-append", "lease-expiry-mid-task", "takeover", "nested-action",
 	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
 	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "facts-changed",
-	"foreign-upload", "foreign-commit-late",
+	"foreign-upload", "foreign-commit-late", "cutover-queued", "cutover-applied-late", "cutover-expired-late",
 }
 
 func newWorld(cfg Config) *World {
@@ -178,6 +182,7 @@ func newWorld(cfg Config) *World {
 	}
 	w.bucket.Applied = w.applied
 	w.pub = publisher.New(w.bucket, func() time.Time { return time.UnixMilli(w.t) }, publisher.Options{MaxPartObjects: 3, AcceptRebase: true}, nil)
+	w.late = publisher.New(w.bucket, func() time.Time { return time.UnixMilli(w.t) }, publisher.Options{MaxPartObjects: 3, OutputsChecked: true}, nil)
 	w.ccs = newCCS(w)
 	w.state = newStateStore(w)
 	w.leases = &LeaseStore{w: w, mem: lease.NewMemory()}
@@ -189,6 +194,7 @@ func newWorld(cfg Config) *World {
 	// Per-seed intensity: some seeds are calm, some are storms.
 	w.faultRate = []float64{0, 0.01, 0.03, 0.06, 0.1}[w.rng.IntN(5)]
 	w.nestRate = []float64{0, 0.03, 0.08}[w.rng.IntN(3)]
+	w.slowPub = w.rng.IntN(4) == 0
 	w.gen = workload.New(w.pub, nil, w.bucket, func() time.Time { return time.UnixMilli(w.t) }, w.rng.Uint64(), workload.Options{
 		RecordsPerCommit: 2 + w.rng.IntN(5), KeySpace: 6 + w.rng.IntN(12), DeleteFraction: 0.1 + 0.3*w.rng.Float64(), PayloadBytes: 6,
 	})

@@ -11,9 +11,13 @@ import (
 )
 
 // Cutover answers a cutover candidate: accepted (now or already), conflict
-// (the head moved; nothing applied) or rejected (does not apply to its base).
+// (the head moved; nothing applied), rejected (does not apply to its base)
+// or expired (its not_after passed before it could be applied; nothing
+// applied). not_after is checked on arrival and again at the head CAS, the
+// moment the result would become visible.
 func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (contract.CutoverAnswer, error) {
 	ans := contract.CutoverAnswer{SchemaVersion: contract.SchemaVersion, RequestID: req.RequestID}
+	queued := false
 	for attempt := 0; attempt < p.opts.MaxAttempts; attempt++ {
 		base, err := p.Read(ctx, req.Collection)
 		if err != nil {
@@ -29,13 +33,24 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 			ans.Status, ans.Reason = contract.CutoverConflict, fmt.Sprintf("head is v%d, candidate is based on v%d", base.Head.Version, req.BaseVersion)
 			return ans, nil
 		}
-		if err := p.checkOutputs(ctx, req.Added); err != nil {
+		if now := p.now().UnixMilli(); now > req.NotAfterUnixMs {
+			ans.Status, ans.Reason = contract.CutoverExpired, fmt.Sprintf("not_after %d passed (now %d)", req.NotAfterUnixMs, now)
+			return ans, nil
+		}
+		if err := p.CheckOutputs(ctx, req.Added); err != nil && !p.opts.OutputsChecked {
 			ans.Status, ans.Reason = contract.CutoverRejected, err.Error()
 			return ans, nil
 		}
-		head, err := p.commitOn(ctx, base, Change{Added: req.Added, Removed: req.Removed,
+		if p.opts.Queue != nil && !queued {
+			queued = true
+			p.opts.Queue(ctx, req)
+		}
+		head, err := p.commitOn(ctx, base, Change{Added: req.Added, Removed: req.Removed, NotAfterUnixMs: req.NotAfterUnixMs,
 			Origin: contract.Origin{Kind: contract.OriginCutover, RequestID: req.RequestID}})
 		switch {
+		case errors.Is(err, ErrExpired):
+			ans.Status, ans.Reason = contract.CutoverExpired, err.Error()
+			return ans, nil
 		case err == nil:
 			ans.Status, ans.CommittedVersion, ans.CommittedChecksum, ans.HeadVersion = contract.CutoverAccepted, head.Version, head.ManifestChecksum, head.Version
 			return ans, nil
@@ -80,8 +95,8 @@ func (p *Publisher) applied(ctx context.Context, snap Snapshot, requestID string
 	return 0, "", false
 }
 
-// checkOutputs verifies that every added object exists with its size.
-func (p *Publisher) checkOutputs(ctx context.Context, added []contract.ObjectEntry) error {
+// CheckOutputs verifies that every added object exists with its size.
+func (p *Publisher) CheckOutputs(ctx context.Context, added []contract.ObjectEntry) error {
 	for _, o := range added {
 		size, err := p.objects.Size(ctx, o.Key)
 		if err != nil {

@@ -29,6 +29,14 @@ type Options struct {
 	MaxAttempts     int  // CAS attempts for appends (default 20)
 	AcceptRebase    bool // accept a cutover whose base moved if its removed objects are all still present
 	IdempotencyWalk int  // how many recent roots to search for an already-applied request id (default 16)
+	// Queue, when set, runs after a cutover request was checked and before
+	// it is applied: it models a publisher that queues requests and applies
+	// them late (a test advances the clock or sweeps GC in it). The
+	// request's not_after is checked again at the head CAS.
+	Queue func(ctx context.Context, req contract.CutoverRequest)
+	// OutputsChecked skips the output check at apply time: the publisher
+	// checked them when it received (and queued) the request.
+	OutputsChecked bool
 }
 
 // Publisher is the stand-in Manifest Publisher.
@@ -56,11 +64,15 @@ func New(objects Objects, now func() time.Time, opts Options, log *slog.Logger) 
 	return &Publisher{objects: objects, now: now, opts: opts, log: log}
 }
 
+// SetQueue sets Options.Queue (before any cutover is served).
+func (p *Publisher) SetQueue(fn func(ctx context.Context, req contract.CutoverRequest)) { p.opts.Queue = fn }
+
 // Sentinel outcomes.
 var (
 	ErrExists   = errors.New("collection already exists")
 	ErrConflict = errors.New("head moved")
 	ErrRejected = errors.New("cutover rejected")
+	ErrExpired  = errors.New("cutover request past its not_after")
 )
 
 // Snapshot is a committed version as the publisher read it.
@@ -134,6 +146,9 @@ type Change struct {
 	Removed []contract.ObjectEntry
 	Origin  contract.Origin
 	Seqs    uint64 // sequence numbers consumed from the base's next_seq
+	// NotAfterUnixMs, when set, is the last moment (publisher clock) the
+	// change may become visible: the head CAS is not attempted after it.
+	NotAfterUnixMs int64
 }
 
 // BuildFunc derives a change from the base it will apply to. It is called
@@ -182,6 +197,9 @@ func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (con
 	head, body, err := p.writeRoot(ctx, root)
 	if err != nil {
 		return head, err
+	}
+	if ch.NotAfterUnixMs > 0 && p.now().UnixMilli() > ch.NotAfterUnixMs {
+		return head, fmt.Errorf("cas head of %s: %w (%d)", root.Collection, ErrExpired, ch.NotAfterUnixMs)
 	}
 	_, err = p.objects.PutIfMatch(ctx, contract.HeadKey(root.Collection), body, base.etag)
 	switch {

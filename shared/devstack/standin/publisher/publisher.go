@@ -65,7 +65,9 @@ func New(objects Objects, now func() time.Time, opts Options, log *slog.Logger) 
 }
 
 // SetQueue sets Options.Queue (before any cutover is served).
-func (p *Publisher) SetQueue(fn func(ctx context.Context, req contract.CutoverRequest)) { p.opts.Queue = fn }
+func (p *Publisher) SetQueue(fn func(ctx context.Context, req contract.CutoverRequest)) {
+	p.opts.Queue = fn
+}
 
 // Sentinel outcomes.
 var (

@@ -20,20 +20,19 @@ func (b *Bucket) ReaderAt(ctx context.Context, key string, size int64) io.Reader
 	return &ReaderAt{ctx: ctx, bucket: b, key: key, size: size}
 }
 
-// ReadAt implements io.ReaderAt.
+// ReadAt implements io.ReaderAt: one ranged GET read straight into p.
 func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("read %s at %d: negative offset", r.key, off)
+	}
 	if off >= r.size {
 		return 0, io.EOF
 	}
 	n := min(int64(len(p)), r.size-off)
-	b, err := r.bucket.GetRange(r.ctx, r.key, off, n)
+	got, err := r.bucket.ReadRange(r.ctx, r.key, off, p[:n])
 	if err != nil {
-		return 0, err
+		return got, err
 	}
-	if int64(len(b)) != n {
-		return copy(p, b), fmt.Errorf("read %s at %d: got %d of %d bytes: %w", r.key, off, len(b), n, io.ErrUnexpectedEOF)
-	}
-	copy(p, b)
 	if n < int64(len(p)) {
 		return int(n), io.EOF
 	}

@@ -57,15 +57,29 @@ func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, e
 	return body, strings.Trim(aws.ToString(out.ETag), `"`), nil
 }
 
-// GetRange reads n bytes at off.
-func (b *Bucket) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+// ReadRange fills p with the len(p) bytes of key at off, with one ranged
+// GET read straight into p (no intermediate buffer: a segment block costs
+// its own size once). A body shorter than p is io.ErrUnexpectedEOF; an
+// answer that is not the requested range is an error, never misplaced bytes.
+func (b *Bucket) ReadRange(ctx context.Context, key string, off int64, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	end := off + int64(len(p)) - 1
 	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key),
-		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1))})
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, end))})
 	if err != nil {
-		return nil, translate("get range", b.name+"/"+key, err, false)
+		return 0, translate("get range", b.name+"/"+key, err, false)
 	}
 	defer out.Body.Close()
-	return io.ReadAll(out.Body)
+	if cr := aws.ToString(out.ContentRange); !strings.HasPrefix(cr, fmt.Sprintf("bytes %d-", off)) {
+		return 0, fmt.Errorf("get range %s/%s: asked bytes %d-%d, got content range %q", b.name, key, off, end, cr)
+	}
+	n, err := io.ReadFull(out.Body, p)
+	if err != nil {
+		return n, fmt.Errorf("read %s/%s at %d: got %d of %d bytes: %w", b.name, key, off, n, len(p), io.ErrUnexpectedEOF)
+	}
+	return n, nil
 }
 
 // Size returns an object's size.

@@ -57,15 +57,17 @@
 //	  block_crc  u32   CRC-32C of the block's record bytes (everything before it)
 //	  A block's record bytes never exceed the block size (default 64 KiB): a
 //	  record that would overflow the open block starts the next one, and a
-//	  record larger than the block size gets a block to itself.
+//	  record larger than the block size gets a block to itself. A block, its
+//	  CRC included, is at most MaxBlockLength (8 MiB) bytes.
 //
 //	record   = record_length u32   bytes after this field: 21 + key_length + payload length
 //	           flags         u8    bit 0: delete marker; other bits must be 0
 //	           seq           u64
 //	           ts_unix_ms    i64
-//	           key_length    u32   1..65536
+//	           key_length    u32   1..65536 (MaxKeyLen)
 //	           key           [key_length]byte
-//	           payload       [record_length - 21 - key_length]byte
+//	           payload       [record_length - 21 - key_length]byte, at most
+//	                         MaxPayloadLen (8 MiB - 128 KiB), so any record fits a block
 //
 //	index    = entry{block_count} min_key max_key
 //	  entry  = offset           u64   of the block from the start of the object
@@ -77,6 +79,9 @@
 //	  Blocks are contiguous from offset 0 in index order; first keys strictly
 //	  increase. min_key / max_key are the first and last record keys
 //	  (lengths in the footer; both empty for a segment with no records).
+//	  The index is at most MaxIndexLength (8 MiB) bytes; a writer whose
+//	  index would grow past it refuses the record (ErrSegmentFull) and Merge
+//	  starts its next output instead.
 //
 //	footer   = 100 bytes at the end of the object:
 //	  off  size  field
@@ -99,7 +104,22 @@
 //
 // A reader opens a segment with two reads (footer, then index), verifies both
 // CRCs and cross-checks the index against the footer, then reads one block
-// per read. The manifest entry of a segment (contract.ObjectEntry) is derived
+// per read.
+//
+// # Limits a reader enforces (memory bounded by the format, not the object)
+//
+// Every length is checked against the format's limits before anything of
+// that length is allocated or read: the index length against MaxIndexLength
+// (at Open, from the footer alone), every block length against
+// MaxBlockLength and its record count against what its length can hold (at
+// Open, from the index). So Open allocates at most MaxIndexLength bytes
+// (plus about 48 bytes per block of bookkeeping, at most
+// MaxIndexLength / 25 blocks) and an iterator at most MaxBlockLength,
+// whatever a footer or index claims. A key longer than MaxKeyLen inside a
+// block is corruption at read. An empty segment must claim zero ranges; for
+// a non-empty one, the footer's ts and seq ranges must be exactly the
+// records' (checked when an iterator reaches the end), and its min/max keys
+// the first and last keys. The manifest entry of a segment (contract.ObjectEntry) is derived
 // from the footer by Footer.Entry: doc_count = record_count, delete_count,
 // min/max ts, seq and record key; the object checksum is SHA-256 over the
 // whole object, which a Writer computes while writing (Footer.Checksum).

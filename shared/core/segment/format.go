@@ -17,8 +17,16 @@ const (
 	DefaultBlockSize = 64 << 10
 	// MaxKeyLen bounds a record key (bytes).
 	MaxKeyLen = 1 << 16
-	// MaxPayloadLen bounds a record payload (bytes).
-	MaxPayloadLen = 1 << 30
+	// MaxBlockLength bounds a block, its CRC included: the largest buffer an
+	// iterator allocates and the largest single read it issues.
+	MaxBlockLength = 8 << 20
+	// MaxPayloadLen bounds a record payload (bytes) so that any record fits
+	// in one block: header + MaxKeyLen + MaxPayloadLen + CRC <= MaxBlockLength.
+	MaxPayloadLen = MaxBlockLength - 2*MaxKeyLen
+	// MaxIndexLength bounds the block index (entries and min/max keys): the
+	// largest buffer Open allocates. A writer whose index would exceed it
+	// refuses the record (ErrSegmentFull) and Merge starts a new output.
+	MaxIndexLength = 8 << 20
 
 	magic          = "BCC-SEG\x00"
 	recordHeader   = 4 + 1 + 8 + 8 + 4 // record_length, flags, seq, ts, key_length
@@ -43,6 +51,9 @@ var (
 	ErrInvalidRecord = errors.New("invalid record")
 	// ErrClosed: the writer was already closed.
 	ErrClosed = errors.New("writer closed")
+	// ErrSegmentFull: the record would take the segment's index past
+	// MaxIndexLength; close the writer and start another segment.
+	ErrSegmentFull = errors.New("segment index full")
 	// ErrVersion: the segment was written by a newer (or unknown) format version.
 	ErrVersion = errors.New("unsupported segment format version")
 )
@@ -109,8 +120,8 @@ func decodeRecord(b []byte) (Record, int, string) {
 		return Record{}, 0, fmt.Sprintf("unknown record flags %#x", flags)
 	}
 	keyLen := int(le.Uint32(b[21:]))
-	if keyLen == 0 || keyLen > n-recordFixed {
-		return Record{}, 0, fmt.Sprintf("key_length %d out of range", keyLen)
+	if keyLen == 0 || keyLen > MaxKeyLen || keyLen > n-recordFixed {
+		return Record{}, 0, fmt.Sprintf("key_length %d out of range (1..%d)", keyLen, min(MaxKeyLen, n-recordFixed))
 	}
 	key := b[recordHeader : recordHeader+keyLen]
 	return Record{
@@ -203,11 +214,16 @@ func decodeFooter(b []byte, size int64) (rawFooter, error) {
 	return rf, rf.check(off)
 }
 
+// check verifies what the footer alone can tell, before anything it claims
+// is allocated or read: the index fits the object and MaxIndexLength, the
+// counts agree, and an empty segment claims no ranges.
 func (rf *rawFooter) check(off int64) error {
 	f := &rf.Footer
 	switch {
-	case f.IndexOffset < 0 || f.IndexLength < 0 || f.IndexOffset+f.IndexLength != off:
+	case f.IndexOffset < 0 || f.IndexLength < 0 || f.IndexLength > off || f.IndexOffset != off-f.IndexLength:
 		return corrupt(SectionFooter, -1, off, "index [%d,+%d) does not end at the footer", f.IndexOffset, f.IndexLength)
+	case f.IndexLength > MaxIndexLength:
+		return corrupt(SectionFooter, -1, off, "index length %d exceeds the format's %d", f.IndexLength, MaxIndexLength)
 	case f.Records < 0 || f.Deletes < 0 || f.Deletes > f.Records:
 		return corrupt(SectionFooter, -1, off, "record count %d / delete count %d inconsistent", f.Records, f.Deletes)
 	case (f.Records == 0) != (f.Blocks == 0):
@@ -216,6 +232,10 @@ func (rf *rawFooter) check(off int64) error {
 		return corrupt(SectionFooter, -1, off, "min/max key length out of range")
 	case f.IndexLength < int64(f.Blocks)*indexEntryBase+int64(rf.minKeyLen+rf.maxKeyLen):
 		return corrupt(SectionFooter, -1, off, "index length %d too short for %d blocks", f.IndexLength, f.Blocks)
+	case f.Records == 0 && (f.MinTsUnixMs != 0 || f.MaxTsUnixMs != 0 || f.MinSeq != 0 || f.MaxSeq != 0 || rf.minKeyLen != 0 || rf.maxKeyLen != 0):
+		return corrupt(SectionFooter, -1, off, "an empty segment claims key/seq/ts ranges")
+	case f.Records > 0 && (f.MinTsUnixMs > f.MaxTsUnixMs || f.MinSeq > f.MaxSeq || rf.minKeyLen == 0 || rf.maxKeyLen == 0):
+		return corrupt(SectionFooter, -1, off, "min > max or an empty min/max key")
 	}
 	return nil
 }

@@ -188,6 +188,11 @@ func (m *merger) emit(r Record) error {
 		m.stats.DroppedDeletes++
 		return nil
 	}
+	if m.w != nil && !m.w.Fits(r) {
+		if err := m.finishOutput(); err != nil {
+			return err
+		}
+	}
 	if m.w == nil {
 		n := len(m.stats.Outputs)
 		dst, err := m.out.NewOutput(n)

@@ -82,8 +82,10 @@ func decodeIndex(idx []byte, rf *rawFooter) ([]blockInfo, error) {
 		switch {
 		case b.Offset != off:
 			return nil, bad("block %d at offset %d, expected %d", i, b.Offset, off)
-		case b.Length < recordHeader+1+crcSize || b.Records <= 0:
-			return nil, bad("block %d has length %d and %d records", i, b.Length, b.Records)
+		case b.Length < recordHeader+1+crcSize || b.Length > MaxBlockLength || b.Records <= 0:
+			return nil, bad("block %d has length %d (format: %d..%d) and %d records", i, b.Length, recordHeader+1+crcSize, MaxBlockLength, b.Records)
+		case int64(b.Records) > (b.Length-crcSize)/(recordHeader+1):
+			return nil, bad("block %d of %d bytes cannot hold %d records", i, b.Length, b.Records)
 		case i > 0 && b.FirstKey <= blocks[i-1].FirstKey:
 			return nil, bad("block %d first key %q not after block %d's", i, b.FirstKey, i-1)
 		}
@@ -134,6 +136,10 @@ type Iterator struct {
 	rec       Record
 	seen      int64
 	deletes   int64
+	minTs     int64 // real ranges of the records read, compared with the footer at the end
+	maxTs     int64
+	minSeq    uint64
+	maxSeq    uint64
 	bytesRead int64
 	err       error
 	done      bool
@@ -218,6 +224,11 @@ func (it *Iterator) decode() error {
 	case rec.Key > f.MaxKey || rec.Seq < f.MinSeq || rec.Seq > f.MaxSeq || rec.TsUnixMs < f.MinTsUnixMs || rec.TsUnixMs > f.MaxTsUnixMs:
 		return corrupt(SectionBlock, i, b.Offset, "record %q outside the footer's key/seq/ts ranges", rec.Key)
 	}
+	if it.seen == 0 {
+		it.minTs, it.maxTs, it.minSeq, it.maxSeq = rec.TsUnixMs, rec.TsUnixMs, rec.Seq, rec.Seq
+	}
+	it.minTs, it.maxTs = min(it.minTs, rec.TsUnixMs), max(it.maxTs, rec.TsUnixMs)
+	it.minSeq, it.maxSeq = min(it.minSeq, rec.Seq), max(it.maxSeq, rec.Seq)
 	it.rec = rec
 	it.pos += n
 	it.left--
@@ -237,7 +248,9 @@ func (it *Iterator) endOfBlock() error {
 	return corrupt(SectionBlock, i, it.r.blocks[i].Offset, "%d bytes after the last record", len(it.buf)-it.pos)
 }
 
-// finish cross-checks the totals against the footer.
+// finish cross-checks the totals and the ranges against the footer: the
+// footer's ranges are exactly the records' (not merely covering them), so
+// the manifest entry derived from it describes what the object holds.
 func (it *Iterator) finish() error {
 	f := &it.r.f
 	switch {
@@ -245,6 +258,9 @@ func (it *Iterator) finish() error {
 		return corrupt(SectionFooter, -1, f.Size-FooterSize, "read %d records / %d deletes, footer says %d / %d", it.seen, it.deletes, f.Records, f.Deletes)
 	case it.seen > 0 && it.rec.Key != f.MaxKey:
 		return corrupt(SectionFooter, -1, f.Size-FooterSize, "last key %q, footer says %q", it.rec.Key, f.MaxKey)
+	case it.seen > 0 && (it.minTs != f.MinTsUnixMs || it.maxTs != f.MaxTsUnixMs || it.minSeq != f.MinSeq || it.maxSeq != f.MaxSeq):
+		return corrupt(SectionFooter, -1, f.Size-FooterSize, "records span ts [%d, %d] and seq [%d, %d], footer says [%d, %d] and [%d, %d]",
+			it.minTs, it.maxTs, it.minSeq, it.maxSeq, f.MinTsUnixMs, f.MaxTsUnixMs, f.MinSeq, f.MaxSeq)
 	}
 	return nil
 }

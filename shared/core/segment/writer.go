@@ -56,8 +56,9 @@ func (f Footer) Entry(objectKey string, size int64, checksum string, tier string
 type WriterOptions struct {
 	// BlockSize is the maximum size of a block's record area: a record that
 	// would overflow the open block starts the next one. Zero means
-	// DefaultBlockSize. A single record larger than BlockSize gets a block of
-	// its own, so a block is at most max(BlockSize, one record) + 4 bytes.
+	// DefaultBlockSize; it is capped at MaxBlockLength - 4. A single record
+	// larger than BlockSize gets a block of its own, so a block is at most
+	// max(BlockSize, one record) + 4 <= MaxBlockLength bytes.
 	BlockSize int
 }
 
@@ -65,7 +66,7 @@ func (o WriterOptions) blockSize() int {
 	if o.BlockSize <= 0 {
 		return DefaultBlockSize
 	}
-	return o.BlockSize
+	return min(o.BlockSize, MaxBlockLength-crcSize)
 }
 
 // Writer encodes records, given in strictly increasing key order, as a
@@ -77,6 +78,7 @@ type Writer struct {
 	block     []byte
 	cur       blockInfo
 	index     []blockInfo
+	indexLen  int64 // bytes of the index entries of the sealed and open blocks
 	off       int64
 	f         Footer
 	err       error // sticky: a failed writer stays failed
@@ -98,13 +100,17 @@ func (w *Writer) Add(r Record) error {
 	if err := w.checkRecord(&r); err != nil {
 		return err
 	}
-	if w.cur.Records > 0 && len(w.block)+recordHeader+len(r.Key)+len(r.Payload) > w.blockSize {
+	if !w.Fits(r) {
+		return fmt.Errorf("segment: key %q would take the index past %d bytes: %w", r.Key, MaxIndexLength, ErrSegmentFull)
+	}
+	if w.newBlock(&r) {
 		if err := w.flushBlock(); err != nil {
 			return err
 		}
 	}
 	if w.cur.Records == 0 {
 		w.cur.FirstKey = r.Key
+		w.indexLen += indexEntryBase + int64(len(r.Key))
 	}
 	w.block = appendRecord(w.block, &r)
 	w.cur.Records++
@@ -113,6 +119,27 @@ func (w *Writer) Add(r Record) error {
 		return w.flushBlock()
 	}
 	return nil
+}
+
+// newBlock reports whether r starts a new block (the open one is full for it).
+func (w *Writer) newBlock(r *Record) bool {
+	return w.cur.Records > 0 && len(w.block)+recordHeader+len(r.Key)+len(r.Payload) > w.blockSize
+}
+
+// Fits reports whether adding r keeps the segment's index (entries, min and
+// max key) within MaxIndexLength. When it does not, Add refuses r with
+// ErrSegmentFull: close this segment and write r to the next one.
+func (w *Writer) Fits(r Record) bool {
+	n := w.indexLen + int64(len(r.Key)) // r's key becomes the max key
+	if w.cur.Records == 0 || w.newBlock(&r) {
+		n += indexEntryBase + int64(len(r.Key))
+	}
+	if w.f.Records == 0 {
+		n += int64(len(r.Key)) // and the min key
+	} else {
+		n += int64(len(w.f.MinKey))
+	}
+	return n <= MaxIndexLength
 }
 
 // Len is the number of bytes the segment has so far, the open block included

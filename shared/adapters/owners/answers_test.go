@@ -122,11 +122,11 @@ func TestOwnerAnswersAreStrict(t *testing.T) {
 // it or decodes exactly what was written (a case-sensitive,
 // duplicate-rejecting reader reads the same members and values).
 func FuzzOwnerAnswers(f *testing.F) {
-	f.Add(uint8(answerCutover), events(f, "cutover-answer.json"))
-	f.Add(uint8(answerFacts), events(f, "ccs-facts.json"))
-	f.Add(uint8(answerCollections), []byte(`{"collections":["orders","users"]}`))
-	f.Add(uint8(answerIntent), events(f, "release-intent-answer.json"))
-	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
+	f.Add(uint16(answerCutover), events(f, "cutover-answer.json"))
+	f.Add(uint16(answerFacts), events(f, "ccs-facts.json"))
+	f.Add(uint16(answerCollections), []byte(`{"collections":["orders","users"]}`))
+	f.Add(uint16(answerIntent), events(f, "release-intent-answer.json"))
+	f.Fuzz(func(t *testing.T, kind uint16, body []byte) {
 		out, err := callOwner(int(kind%answerKinds), body)
 		if err != nil {
 			var de *contract.DecodeError

@@ -48,9 +48,9 @@ func TestTransitionDueFarFutureMaxTs(t *testing.T) {
 // when a part holding a tier other than the target has min max_ts +
 // transition_after_ms <= the sweep minute, computed without overflow.
 func FuzzTransitionDue(f *testing.F) {
-	f.Add(int64(1_800_000_000_000), int64(hour), int64(1_800_000_000_000-2*hour), int64(0), uint8(1))
-	f.Add(int64(1_800_000_000_000), int64(30*24*hour), int64(math.MaxInt64-hour), int64(1), uint8(1))
-	f.Fuzz(func(t *testing.T, nowMs, afterMs, ts1, ts2 int64, tiers uint8) {
+	f.Add(int64(1_800_000_000_000), int64(hour), int64(1_800_000_000_000-2*hour), int64(0), uint16(1))
+	f.Add(int64(1_800_000_000_000), int64(30*24*hour), int64(math.MaxInt64-hour), int64(1), uint16(1))
+	f.Fuzz(func(t *testing.T, nowMs, afterMs, ts1, ts2 int64, tiers uint16) {
 		nowMs &= math.MaxInt64 >> 1 // a time, not a sign
 		if afterMs < 0 {
 			afterMs = -(afterMs + 1)

@@ -204,8 +204,8 @@ func (w *tripwire) Facts(context.Context, string) (contract.CollectionFacts, err
 	return contract.CollectionFacts{}, w.trip("facts")
 }
 func (w *tripwire) Report(context.Context, contract.Completion) error { return w.trip("report") }
-func (w *tripwire) List(context.Context, string) ([]gc.Listed, error) {
-	return nil, w.trip("list")
+func (w *tripwire) List(context.Context, string, func([]gc.Listed) error) error {
+	return w.trip("list")
 }
 func (w *tripwire) DeleteBatch(context.Context, []string) (gc.DeleteResult, error) {
 	return gc.DeleteResult{}, w.trip("delete")

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/resources"
 )
@@ -37,7 +38,7 @@ type Message struct {
 	Body           []byte
 }
 
-// Enqueue sends tasks to their queues (one SendMessageBatch per queue per 10).
+// Enqueue sends tasks to their queues (one SendMessageBatch per queue per awslimit.SQSBatchMaxEntries).
 func (q *FIFOQueues) Enqueue(ctx context.Context, tasks []contract.Task) error {
 	byClass := map[string][]Message{}
 	var order []string
@@ -60,14 +61,15 @@ func (q *FIFOQueues) Enqueue(ctx context.Context, tasks []contract.Task) error {
 	return nil
 }
 
-// Send sends messages to the queue of class in batches of ten.
+// Send sends messages to the queue of class in batches of
+// awslimit.SQSBatchMaxEntries.
 func (q *FIFOQueues) Send(ctx context.Context, class string, msgs []Message) error {
 	url, ok := q.urls[class]
 	if !ok || url == "" {
 		return fmt.Errorf("send to %s queue: no queue URL configured", class)
 	}
-	for start := 0; start < len(msgs); start += 10 {
-		batch := msgs[start:min(start+10, len(msgs))]
+	for start := 0; start < len(msgs); start += awslimit.SQSBatchMaxEntries {
+		batch := msgs[start:min(start+awslimit.SQSBatchMaxEntries, len(msgs))]
 		entries := make([]sqstypes.SendMessageBatchRequestEntry, len(batch))
 		for i, m := range batch {
 			entries[i] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(m.Body)),

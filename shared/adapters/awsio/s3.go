@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/searchfabric/bcc/shared/awslimit"
 )
 
 // S3API is the part of the S3 client the adapter uses.
@@ -128,15 +130,16 @@ type DeleteResult struct {
 	Failed  map[string]string
 }
 
-// DeleteBatch deletes up to 1000 keys in one DeleteObjects call. A key that
+// DeleteBatch deletes up to awslimit.S3DeleteObjectsMaxKeys keys in one
+// DeleteObjects call. A key that
 // was already gone is reported deleted, as S3 does.
 func (b *Bucket) DeleteBatch(ctx context.Context, keys []string) (DeleteResult, error) {
 	res := DeleteResult{Failed: map[string]string{}}
 	if len(keys) == 0 {
 		return res, nil
 	}
-	if len(keys) > 1000 {
-		return res, fmt.Errorf("delete batch of %d keys: at most 1000 per call", len(keys))
+	if len(keys) > awslimit.S3DeleteObjectsMaxKeys {
+		return res, fmt.Errorf("delete batch of %d keys: at most %d per call", len(keys), awslimit.S3DeleteObjectsMaxKeys)
 	}
 	objs := make([]s3types.ObjectIdentifier, len(keys))
 	for i, k := range keys {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/store"
 )
 
@@ -21,9 +22,12 @@ type MultipartAPI interface {
 	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 }
 
-// PartSize is the buffer a streaming upload holds: S3's multipart minimum
-// is 5 MiB for every part but the last.
+// PartSize is the buffer a streaming upload holds: at least S3's multipart
+// minimum part size (awslimit.S3MultipartMinPartBytes) for every part but
+// the last.
 const PartSize = 8 << 20
+
+var _ [PartSize - awslimit.S3MultipartMinPartBytes]struct{} // PartSize >= the minimum
 
 // Upload streams one object to S3 holding at most PartSize bytes: an
 // object that fits in one part is a single PutObject, a larger one a

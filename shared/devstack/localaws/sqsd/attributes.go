@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/contract/strictjson"
 )
 
@@ -191,7 +192,7 @@ func parseRedrivePolicy(s string) (*redrivePolicy, error) {
 		return nil, errInvalidParameterValue("Value %s for parameter RedrivePolicy is invalid. Reason: Redrive policy does not contain mandatory attribute: maxReceiveCount.", s)
 	}
 	count, err := strconv.Atoi(fmt.Sprint(countRaw))
-	if err != nil || count < 1 || count > 1000 {
+	if err != nil || count < 1 || count > awslimit.SQSMaxReceiveCountLimit {
 		return nil, errInvalidParameterValue("Value %s for parameter RedrivePolicy is invalid. Reason: Invalid value for maxReceiveCount: %v, valid values are from 1 to 1000 both inclusive.", s, countRaw)
 	}
 	return &redrivePolicy{deadLetterTargetArn: arn, maxReceiveCount: count}, nil

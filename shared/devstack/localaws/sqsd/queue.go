@@ -10,18 +10,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/searchfabric/bcc/shared/awslimit"
 )
 
-// Service limits, as documented for Amazon SQS.
+// Service limits, as documented for Amazon SQS (those the coordinator relies
+// on come from package awslimit).
 const (
-	dedupInterval         = 5 * time.Minute
+	dedupInterval         = awslimit.SQSDedupInterval
 	purgeInterval         = 60 * time.Second
 	recreateDelay         = 60 * time.Second
-	maxVisibility         = 12 * time.Hour
-	maxBatchEntries       = 10
-	maxPayloadBytes       = 1 << 20 // 1 MiB: message and batch payload ceiling
+	maxVisibility         = awslimit.SQSMaxVisibilityTimeout
+	maxBatchEntries       = awslimit.SQSBatchMaxEntries
+	maxPayloadBytes       = awslimit.SQSMaxMessageBytes // message and batch payload ceiling
 	maxMessageAttributes  = 10
-	maxIDLength           = 128 // MessageGroupId, MessageDeduplicationId
+	maxIDLength           = awslimit.SQSMaxIDLength // MessageGroupId, MessageDeduplicationId
 	receiptHandleRawBytes = 48
 	sequenceBase          = uint64(18_000_000_000_000_000_000)
 )

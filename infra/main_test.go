@@ -53,7 +53,7 @@ const (
 	impPublisher = "https://publisher.internal.example/v1"
 	impCCS       = "https://ccs.internal.example/v1"
 	impEmail     = "oncall@example.com"
-	impPolicy    = `{"compaction":{"min_inputs":4}}`
+	impPolicy    = `{"compaction":{"merge_factor":6},"functions":{"compaction_timeout_ms":"4m"}}`
 )
 
 func TestMain(m *testing.M) {

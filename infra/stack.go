@@ -15,6 +15,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/searchfabric/bcc/shared/awslimit"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
@@ -132,7 +134,13 @@ func NewCoordinatorStack(scope constructs.Construct, id string, props *Coordinat
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	def := resources.Default(cfg.Prefix)
+	// The functions get cfg.Policy as BCC_POLICY; their timeouts (and the
+	// queues' visibility timeouts) come from the same policy.
+	pol, err := policy.Parse([]byte(cfg.Policy))
+	if err != nil {
+		return nil, fmt.Errorf("context %s: %w", CtxPolicy, err)
+	}
+	def := resources.For(cfg.Prefix, pol)
 	if err := validate(def, cfg); err != nil {
 		return nil, err
 	}
@@ -198,8 +206,8 @@ func validate(def resources.Definition, cfg Config) error {
 		if !strings.HasSuffix(q.Name, ".fifo") || !strings.HasSuffix(q.DLQName, ".fifo") {
 			return fmt.Errorf("resources: queue %s and its DLQ must be FIFO (.fifo names)", q.Class)
 		}
-		if q.VisibilityTimeout < 6*fn.Timeout {
-			return fmt.Errorf("resources: queue %s visibility %s < 6 x %s timeout %s", q.Class, q.VisibilityTimeout, fn.Name, fn.Timeout)
+		if q.VisibilityTimeout < awslimit.LambdaSQSVisibilityFactor*fn.Timeout {
+			return fmt.Errorf("resources: queue %s visibility %s < %d x %s timeout %s", q.Class, q.VisibilityTimeout, awslimit.LambdaSQSVisibilityFactor, fn.Name, fn.Timeout)
 		}
 		if q.MaxReceiveCount < 1 || q.BatchSize < 1 {
 			return fmt.Errorf("resources: queue %s needs MaxReceiveCount and BatchSize >= 1", q.Class)

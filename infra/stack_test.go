@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
@@ -427,4 +429,35 @@ func TestMissingAlarmDestinationWarns(t *testing.T) {
 			t.Errorf("AlarmCount %d", s.c.AlarmCount)
 		}
 	})
+}
+
+// The functions' timeouts, and the queues' visibility timeouts derived from
+// them, are the ones of the policy the functions get in BCC_POLICY.
+func TestDeployedTimeoutsComeFromThePolicy(t *testing.T) {
+	pol, err := policy.Parse([]byte(impPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := imp
+	fp := props(s.resource[s.id(t, exportName(resources.FnCompaction)+"Function")])
+	qp := props(s.resource[s.id(t, exportName(resources.QueueCompaction)+"Queue")])
+	if got, want := fp["Timeout"].(float64), pol.Functions.CompactionTimeout.D().Seconds(); got != want || want == policy.Default().Functions.CompactionTimeout.D().Seconds() {
+		t.Fatalf("compaction timeout %vs, want the policy's %vs (not the default)", got, want)
+	}
+	if got, want := qp["VisibilityTimeout"].(float64), policy.VisibilityTimeout(pol.Functions.CompactionTimeout.D()).Seconds(); got != want {
+		t.Fatalf("compaction queue visibility %vs, want %vs", got, want)
+	}
+}
+
+// A policy that does not validate stops the synthesis, naming the field.
+func TestInvalidPolicyFailsSynthesis(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	var err error
+	check(t, "constructor", func() {
+		_, err = NewCoordinatorStack(app, "bad-policy", &CoordinatorStackProps{Config: Config{AssetDir: t.TempDir(),
+			Policy: `{"functions":{"compaction_timeout_ms":"20m"}}`}})
+	})
+	if err == nil || !strings.Contains(err.Error(), "functions.compaction_timeout_ms") {
+		t.Fatalf("err = %v, want a policy error naming functions.compaction_timeout_ms", err)
+	}
 }

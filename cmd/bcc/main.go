@@ -25,6 +25,7 @@ import (
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/lambda/app"
+	"github.com/searchfabric/bcc/shared/policy"
 )
 
 func main() {
@@ -62,22 +63,22 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("-bucket and a valid -collection are required")
 	}
 	cfg := app.Config{Bucket: o.bucket, Table: o.table, CCSEndpoint: o.ccs, WatermarkBucket: o.wmBucket, WatermarkKey: o.wmKey,
-		AWSEndpoint: o.endpoint, Policy: app.DefaultPolicy()}
+		AWSEndpoint: o.endpoint}
 	if cfg.WatermarkBucket == "" {
 		cfg.WatermarkBucket = o.bucket
 	}
-	if o.policy != "" {
-		if err := json.Unmarshal([]byte(o.policy), &cfg.Policy); err != nil {
-			return fmt.Errorf("-policy: %w", err)
-		}
+	pol, err := policy.Parse([]byte(o.policy))
+	if err != nil {
+		return fmt.Errorf("-policy: %w", err)
 	}
+	cfg.Policy = pol
 	cl, err := app.NewClients(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	ports := app.GCReadPorts(cfg, cl) // read-only by type
 	now := time.Now()
-	plan, planErr := gc.PlanSweep(ctx, ports, app.GCConfig(cfg.Policy, guard.All()), o.collection, now)
+	plan, planErr := gc.PlanSweep(ctx, ports, gc.ConfigFrom(cfg.Policy, guard.All()), o.collection, now)
 	if cmd == "gc-plan" {
 		return printPlan(out, plan, planErr, o.asJSON)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/policy"
 )
 
 // Function names (also the directory under functions/).
@@ -98,16 +99,24 @@ type Definition struct {
 	ReconcileSchedule time.Duration
 }
 
-// Default returns the definition for resources named with prefix (e.g. "bcc").
-func Default(prefix string) Definition {
+// Default returns the definition for resources named with prefix (e.g.
+// "bcc") under the default policy.
+func Default(prefix string) Definition { return For(prefix, policy.Default()) }
+
+// For returns the definition for resources named with prefix whose
+// function timeouts (and the queue visibility timeouts derived from them)
+// are the policy's: the CDK app deploys For(prefix, the policy it passes
+// to the functions in BCC_POLICY).
+func For(prefix string, p policy.Policy) Definition {
+	t := p.Functions
 	fns := []Function{
-		{Name: FnObserver, Description: "re-reads committed heads, updates debt, enqueues fenced tasks", Timeout: 30 * time.Second, MemoryMB: 256,
+		{Name: FnObserver, Description: "re-reads committed heads, updates debt, enqueues fenced tasks", Timeout: t.ObserverTimeout.D(), MemoryMB: 256,
 			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvCCSEndpoint, EnvPolicy}},
-		{Name: FnCompaction, Description: "leases and runs version-fenced compaction", Timeout: 5 * time.Minute, MemoryMB: 1024,
+		{Name: FnCompaction, Description: "leases and runs version-fenced compaction", Timeout: t.CompactionTimeout.D(), MemoryMB: 1024,
 			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy}},
-		{Name: FnGC, Description: "re-checks the delete predicate and deletes in paced batches", Timeout: 5 * time.Minute, MemoryMB: 512,
+		{Name: FnGC, Description: "re-checks the delete predicate and deletes in paced batches", Timeout: t.GCTimeout.D(), MemoryMB: 512,
 			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy}},
-		{Name: FnHandoff, Description: "hands results to the publisher and release intents to CCS", Timeout: time.Minute, MemoryMB: 256,
+		{Name: FnHandoff, Description: "hands results to the publisher and release intents to CCS", Timeout: t.HandoffTimeout.D(), MemoryMB: 256,
 			Env: []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy}},
 	}
 	timeout := map[string]time.Duration{}
@@ -117,7 +126,7 @@ func Default(prefix string) Definition {
 	queue := func(class, consumer string, batch int) Queue {
 		return Queue{
 			Class: class, Name: fmt.Sprintf("%s-%s.fifo", prefix, class), DLQName: fmt.Sprintf("%s-%s-dlq.fifo", prefix, class),
-			Consumer: consumer, MaxReceiveCount: 5, VisibilityTimeout: 6 * timeout[consumer],
+			Consumer: consumer, MaxReceiveCount: 5, VisibilityTimeout: policy.VisibilityTimeout(timeout[consumer]),
 			RetentionPeriod: 4 * 24 * time.Hour, BatchSize: batch, MaxConcurrency: 10, HighThroughput: true,
 		}
 	}

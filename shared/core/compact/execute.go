@@ -16,6 +16,7 @@ import (
 	"github.com/searchfabric/bcc/shared/core/segment"
 	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/store"
 )
 
@@ -51,6 +52,12 @@ type Reporter interface {
 	Report(ctx context.Context, c contract.Completion) error
 }
 
+// ExecConfigFrom is the executor's configuration under a validated
+// coordinator policy, with guards g.
+func ExecConfigFrom(p policy.Policy, g guard.Set) ExecConfig {
+	return ExecConfig{Policy: PolicyFrom(p.Compaction), LeaseDuration: p.LeaseDuration.D(), Guards: g}
+}
+
 // ExecConfig tunes the executor.
 type ExecConfig struct {
 	Policy        Policy
@@ -84,7 +91,7 @@ func NewExecutor(objects Objects, leases Leases, facts Facts, report Reporter, n
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.LeaseDuration <= 0 {
-		cfg.LeaseDuration = 2 * time.Minute
+		cfg.LeaseDuration = policy.Default().LeaseDuration.D()
 	}
 	return &Executor{objects: objects, lin: lineage.New(objects, 256), leases: leases, facts: facts, report: report, now: now, cfg: cfg, metrics: m, log: log}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/policy"
 )
 
 // Job reasons.
@@ -57,18 +58,27 @@ type Policy struct {
 	FragmentationThreshold float64
 }
 
-// DefaultPolicy is the policy used when nothing else is configured.
-func DefaultPolicy() Policy {
+// DefaultPolicy is the policy used when nothing else is configured
+// (policy.Default's compaction section).
+func DefaultPolicy() Policy { return PolicyFrom(policy.Default().Compaction) }
+
+// PolicyFrom is the compaction policy of a validated coordinator policy.
+func PolicyFrom(c policy.Compaction) Policy {
 	return Policy{
-		MergeFactor:            4,
-		TargetObjectBytes:      64 << 20,
-		MaxJobInputs:           16,
-		MaxJobBytes:            1 << 30,
-		MaxLevel:               3,
-		DeleteDensityThreshold: 0.3,
-		FragmentationThreshold: 0.25,
+		MergeFactor:            c.MergeFactor,
+		TargetObjectBytes:      c.TargetObjectBytes,
+		MaxJobInputs:           c.MaxJobInputs,
+		MaxJobBytes:            c.MaxJobBytes,
+		MaxLevel:               c.MaxLevel,
+		DeleteDensityThreshold: c.DeleteDensityThreshold,
+		FragmentationThreshold: c.FragmentationThreshold,
 	}
 }
+
+// Due reports whether a root with summary has compaction due under p: the
+// observer's "compaction is due" is this very rule, so no task is enqueued
+// that the executor plans nothing for (modulo what a summary cannot show).
+func (p Policy) Due(summary contract.Summary) bool { return Debt(summary, p).Due() }
 
 func (p Policy) normalized() Policy {
 	d := DefaultPolicy()

@@ -72,7 +72,7 @@
 //
 // # Deletes
 //
-// Keys go in DeleteObjects calls of up to BatchSize (<= 1000) keys, paced by
+// Keys go in DeleteObjects calls of up to BatchSize (<= awslimit.S3DeleteObjectsMaxKeys) keys, paced by
 // a token bucket per collection and one global bucket (Pacer; clock and
 // sleeper injected). A key already gone counts as deleted. Keys a call did
 // not confirm are retried with exponential backoff up to MaxAttempts; what

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/policy"
 )
 
 // Objects reads objects (the data bucket).
@@ -52,7 +54,7 @@ type DeleteResult struct {
 	Failed  map[string]string
 }
 
-// Deleter deletes up to 1000 keys in one call.
+// Deleter deletes up to awslimit.S3DeleteObjectsMaxKeys keys in one call.
 type Deleter interface {
 	DeleteBatch(ctx context.Context, keys []string) (DeleteResult, error)
 }
@@ -123,7 +125,7 @@ type Config struct {
 	// on every clock: its write time + CutoverDeadline + 2 x ClockSkew
 	// (guard.CutoverDeadline), and never before MaxTaskLifetime + ClockSkew.
 	CutoverDeadline time.Duration
-	BatchSize       int           // keys per DeleteObjects call (<= 1000)
+	BatchSize       int           // keys per DeleteObjects call (<= awslimit.S3DeleteObjectsMaxKeys)
 	MaxAttempts     int           // attempts per key before the task fails
 	RetryBackoff    time.Duration // first retry backoff (doubles)
 	RetryAfter      time.Duration // next due time when blocked (unreadable watermark)
@@ -139,16 +141,20 @@ type Config struct {
 	Guards             guard.Set
 }
 
-// DefaultConfig is the production default (guards all on).
-func DefaultConfig() Config {
-	return Config{TokenLifetime: 15 * time.Minute, RetentionWindow: 5 * time.Minute, MaxTaskLifetime: 15 * time.Minute,
-		CutoverDeadline: 30 * time.Minute, ClockSkew: 2 * time.Minute, BatchSize: 1000, MaxAttempts: 5, RetryBackoff: 200 * time.Millisecond,
-		RetryAfter: time.Minute, PartCache: 1024, ProofMaxAge: 10 * time.Second, MaxSweepCandidates: 100_000, Guards: guard.All()}
+// ConfigFrom is GC's configuration under a validated policy, with guards g.
+func ConfigFrom(p policy.Policy, g guard.Set) Config {
+	return Config{TokenLifetime: p.GC.TokenLifetime.D(), RetentionWindow: p.GC.RetentionWindow.D(), MaxTaskLifetime: p.MaxTaskLifetime.D(),
+		ClockSkew: p.ClockSkew.D(), CutoverDeadline: p.CutoverDeadline.D(), BatchSize: p.GC.BatchSize, MaxAttempts: p.GC.MaxAttempts,
+		RetryBackoff: p.GC.RetryBackoff.D(), RetryAfter: p.GC.RetryAfter.D(), PartCache: p.GC.PartCache, ProofMaxAge: p.GC.ProofMaxAge.D(),
+		MaxSweepCandidates: p.GC.MaxSweepCandidates, Guards: g}
 }
+
+// DefaultConfig is the production default (guards all on).
+func DefaultConfig() Config { return ConfigFrom(policy.Default(), guard.All()) }
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.BatchSize <= 0 || c.BatchSize > 1000 {
+	if c.BatchSize <= 0 || c.BatchSize > awslimit.S3DeleteObjectsMaxKeys {
 		c.BatchSize = d.BatchSize
 	}
 	if c.MaxAttempts <= 0 {

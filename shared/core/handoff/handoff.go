@@ -10,6 +10,7 @@ import (
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/store"
 )
 
@@ -52,13 +53,21 @@ type Config struct {
 	// MaxTaskLifetime).
 	CutoverDeadline time.Duration
 	// MaxLineageWalk bounds how many versions since a base are read to
-	// find an applied request or a delete gain (default 64); a longer gap
-	// is treated as stale.
+	// find an applied request or a delete gain; a longer gap is treated as
+	// stale.
 	MaxLineageWalk int
 	// MaxResubmits bounds resubmissions after unknown outcomes in one
-	// delivery (default 3); then the message is retried later.
+	// delivery; then the message is retried later. Zero fields take
+	// policy.Default()'s values.
 	MaxResubmits int
 	Guards       guard.Set
+}
+
+// ConfigFrom is the handoff's configuration under a validated policy, with
+// guards g.
+func ConfigFrom(p policy.Policy, g guard.Set) Config {
+	return Config{MaxTaskLifetime: p.MaxTaskLifetime.D(), CutoverDeadline: p.CutoverDeadline.D(), MaxLineageWalk: p.Handoff.MaxLineageWalk,
+		MaxResubmits: p.Handoff.MaxResubmits, Guards: g}
 }
 
 // Handoff is the use case.
@@ -78,17 +87,18 @@ func New(lin Lineage, pub Publisher, ccs CCS, reclaim Reclaimer, now func() time
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	d := ConfigFrom(policy.Default(), cfg.Guards)
 	if cfg.MaxTaskLifetime <= 0 {
-		cfg.MaxTaskLifetime = 15 * time.Minute
+		cfg.MaxTaskLifetime = d.MaxTaskLifetime
 	}
 	if cfg.CutoverDeadline < cfg.MaxTaskLifetime {
 		cfg.CutoverDeadline = 2 * cfg.MaxTaskLifetime
 	}
 	if cfg.MaxLineageWalk <= 0 {
-		cfg.MaxLineageWalk = 64
+		cfg.MaxLineageWalk = d.MaxLineageWalk
 	}
 	if cfg.MaxResubmits <= 0 {
-		cfg.MaxResubmits = 3
+		cfg.MaxResubmits = d.MaxResubmits
 	}
 	return &Handoff{lin: lin, pub: pub, ccs: ccs, reclaim: reclaim, now: now, cfg: cfg, metrics: m, log: log}
 }

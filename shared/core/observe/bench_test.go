@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/testkit/memprobe"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
@@ -244,7 +245,7 @@ type fullObserver struct {
 	bucket *awsio.Bucket
 	state  *awsio.ObservedTable
 	queue  *awsio.FIFOQueues
-	cfg    observe.Config
+	cfg    policy.Compaction
 }
 
 func (o *fullObserver) observe(ctx context.Context, version uint64) (int, error) {
@@ -296,7 +297,7 @@ func (o *fullObserver) observe(ctx context.Context, version uint64) (int, error)
 	if docs > 0 {
 		d.DeleteDensity = float64(dels) / float64(docs)
 	}
-	d.CompactionDue = d.MaxFanOut >= int64(o.cfg.MergeFactor) || d.DeleteDensity >= o.cfg.DeleteDensity
+	d.CompactionDue = d.MaxFanOut >= int64(o.cfg.MergeFactor) || d.DeleteDensity >= o.cfg.DeleteDensityThreshold
 	now := time.Now().UnixMilli()
 	st := observe.Observed{Collection: fullCollection, Version: version, Checksum: head.ManifestChecksum, CommitTsUnixMs: m.CommitTsUnixMs,
 		ObservedAtUnixMs: now, Debt: d}
@@ -389,7 +390,7 @@ func BenchmarkObserveCommitBaseline(b *testing.B) {
 			bucket: awsio.NewBucket(cl.S3, f.env.Config.Bucket),
 			state:  awsio.NewObservedTable(cl.Dynamo, f.env.Config.Table),
 			queue:  awsio.NewFIFOQueues(cl.SQS, f.env.Config.QueueURLs),
-			cfg:    f.env.Config.Policy.Observe,
+			cfg:    f.env.Config.Policy.Compaction,
 		}
 		var p probe
 		b.StopTimer()

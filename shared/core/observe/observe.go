@@ -11,6 +11,7 @@ import (
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/store"
 )
 
@@ -80,23 +81,32 @@ type Debt struct {
 
 // Config tunes the debt model.
 type Config struct {
-	// CompactionDue, when set, decides from the root's summary whether
-	// compaction is due, with the very policy the executor plans with
-	// (compact.Debt(...).Due()), so no task is enqueued that plans nothing.
-	CompactionDue func(contract.Summary) bool `json:"-"`
-	// Without CompactionDue: due when a level below the deepest holds
-	// MergeFactor objects or delete markers reach DeleteDensity.
-	MergeFactor     int
-	DeleteDensity   float64       // or when delete markers reach this share of records
-	TokenLifetime   time.Duration // manifests stay openable this long after being superseded
-	RetentionWindow time.Duration // global_safe_ts - retention_window bounds eviction
-	GCSweepInterval time.Duration // reconciliation sweeps at least this often
+	// CompactionDue decides from the root's summary whether compaction is
+	// due, with the very policy the executor plans with (the wiring sets
+	// compact.Policy.Due), so no task is enqueued that plans nothing.
+	// Nil: compaction is never due.
+	CompactionDue   func(contract.Summary) bool `json:"-"`
+	TokenLifetime   time.Duration               // manifests stay openable this long after being superseded
+	RetentionWindow time.Duration               // global_safe_ts - retention_window bounds eviction
+	GCSweepInterval time.Duration               // reconciliation sweeps at least this often
 }
 
-// DefaultConfig is the production default.
-func DefaultConfig() Config {
-	return Config{MergeFactor: 4, DeleteDensity: 0.3, TokenLifetime: 15 * time.Minute, RetentionWindow: 5 * time.Minute, GCSweepInterval: time.Hour}
+// ConfigFrom is the observer's configuration under a validated policy (GC
+// debt timing from its gc section), with compactionDue deciding "compaction
+// is due" (compact.PolicyFrom(p.Compaction).Due: package compact cannot be
+// imported here, its tests reach the adapters, which import this package).
+func ConfigFrom(p policy.Policy, compactionDue func(contract.Summary) bool) Config {
+	return Config{
+		CompactionDue:   compactionDue,
+		TokenLifetime:   p.GC.TokenLifetime.D(),
+		RetentionWindow: p.GC.RetentionWindow.D(),
+		GCSweepInterval: p.GC.SweepInterval.D(),
+	}
 }
+
+// DefaultConfig is the production default timing, without a compaction
+// rule (tests set CompactionDue).
+func DefaultConfig() Config { return ConfigFrom(policy.Default(), nil) }
 
 // Outcome of one observation.
 type Outcome string
@@ -281,11 +291,7 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts, 
 	if root.Summary.DocCount > 0 {
 		d.DeleteDensity = float64(root.Summary.DeleteCount) / float64(root.Summary.DocCount)
 	}
-	if o.cfg.CompactionDue != nil {
-		d.CompactionDue = !facts.Tombstoned && o.cfg.CompactionDue(root.Summary)
-	} else {
-		d.CompactionDue = !facts.Tombstoned && (d.MaxFanOut >= int64(o.cfg.MergeFactor) || (d.DeleteDensity >= o.cfg.DeleteDensity && root.Summary.DeleteCount > 0))
-	}
+	d.CompactionDue = !facts.Tombstoned && o.cfg.CompactionDue != nil && o.cfg.CompactionDue(root.Summary)
 	if !facts.Tombstoned {
 		// Judged at the sweep minute the task will carry (the executor
 		// selects objects at exactly that time).

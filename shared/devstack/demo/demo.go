@@ -14,7 +14,7 @@ import (
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
-	"github.com/searchfabric/bcc/shared/lambda/app"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
@@ -35,7 +35,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	sum := Summary{Collections: opts.Collections, CommitsPerColl: opts.Commits, Invocations: map[string]int{}, InvocationErrors: map[string]int{},
 		PerCollection: map[string]*CollectionSummary{}, TasksByKind: map[string]int{}}
 	clock := NewClock(time.Now())
-	pol := app.DefaultPolicy()
+	pol := policy.Default()
 	env, err := localenv.Start(ctx, localenv.Options{Policy: &pol, Seed: opts.Seed, Now: clock.Now, Log: opts.Log})
 	if err != nil {
 		return sum, err
@@ -71,7 +71,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 
 	// Let token lifetimes, retention windows and task lifetimes pass, move
 	// the query plane's watermark, and run the reconciliation schedule.
-	clock.Advance(pol.Observe.TokenLifetime + pol.Observe.RetentionWindow + pol.MaxTaskLifetime + pol.ClockSkew + time.Minute)
+	clock.Advance(pol.GC.TokenLifetime.D() + pol.GC.RetentionWindow.D() + pol.MaxTaskLifetime.D() + pol.ClockSkew.D() + time.Minute)
 	if err := env.Watermark.Publish(ctx, clock.Now().Add(-time.Second), clock.Now()); err != nil {
 		return sum, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/searchfabric/bcc/shared/devstack/standin/watermark"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
 	"github.com/searchfabric/bcc/shared/lambda/app"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
@@ -25,7 +26,7 @@ import (
 type Options struct {
 	Addr              string // default 127.0.0.1:0 (a free port); make local uses 127.0.0.1:4566
 	Prefix            string // resource name prefix, default "bcc"
-	Policy            *app.Policy
+	Policy            *policy.Policy
 	HoldS3Events      bool
 	VisibilityTimeout time.Duration // default 2s: failed messages return quickly locally
 	NoDelivery        bool          // do not map queues to functions (tests drive them)
@@ -139,14 +140,14 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 	e.Workload = workload.New(e.Publisher, e.CCS, e.Bucket, opts.Now, opts.Seed, opts.Workload)
 	e.Stack.Mount("publisher", e.Publisher.Handler())
 	e.Stack.Mount("ccs", e.CCS.Handler())
-	policy := app.DefaultPolicy()
+	pol := policy.Default()
 	if opts.Policy != nil {
-		policy = *opts.Policy
+		pol = *opts.Policy
 	}
 	e.Config = app.Config{
 		Bucket: def.Bucket.Name, Table: def.Table.Name, QueueURLs: prov.QueueURLs,
 		PublisherEndpoint: e.Stack.ServiceURL("publisher"), CCSEndpoint: e.Stack.ServiceURL("ccs"),
-		WatermarkBucket: def.Bucket.Name, WatermarkKey: def.WatermarkKey, AWSEndpoint: e.Stack.URL(), Policy: policy,
+		WatermarkBucket: def.Bucket.Name, WatermarkKey: def.WatermarkKey, AWSEndpoint: e.Stack.URL(), Policy: pol,
 	}
 	// Functions see exactly the configuration a deployed function would:
 	// rendered to its environment and parsed back.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/adapters/owners"
-	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/compact"
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/lambda/handler"
@@ -26,7 +25,7 @@ func (c Config) ccs() *owners.CCS {
 	if c.CCSEndpoint == "" {
 		return nil
 	}
-	return owners.NewCCS(owners.New(c.CCSEndpoint, c.Policy.OwnerTimeout))
+	return owners.NewCCS(owners.New(c.CCSEndpoint, c.Policy.OwnerTimeout.D()))
 }
 
 // ObserverHandler wires the observer function.
@@ -41,9 +40,7 @@ func ObserverHandler(c Config, cl Clients, rt Runtime) *handler.Observer {
 	if ccs != nil {
 		facts, catalog = ccs, ccs
 	}
-	ocfg := c.Policy.Observe
-	pol := c.compactionPolicy()
-	ocfg.CompactionDue = func(s contract.Summary) bool { return compact.Debt(s, pol).Due() }
-	uc := observe.New(bucket, state, queues, facts, rt.Now, ocfg, m, rt.Log)
+	cfg := observe.ConfigFrom(c.Policy, compact.PolicyFrom(c.Policy.Compaction).Due)
+	uc := observe.New(bucket, state, queues, facts, rt.Now, cfg, m, rt.Log)
 	return handler.NewObserver(uc, catalog, m, rt.Out, rt.Now, rt.Log)
 }

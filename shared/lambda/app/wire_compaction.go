@@ -50,10 +50,7 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 	if ccs := c.ccs(); ccs != nil {
 		facts = ccs
 	}
-	cfg := compact.ExecConfig{
-		Policy:        c.compactionPolicy(),
-		LeaseDuration: c.Policy.LeaseDuration, Guards: g,
-	}
+	cfg := compact.ExecConfigFrom(c.Policy, g)
 	var objects compact.Objects = bucket
 	if o.Objects != nil {
 		objects = o.Objects(bucket)
@@ -77,10 +74,4 @@ func (q HandoffQueue) Report(ctx context.Context, c contract.Completion) error {
 		dedup = contract.CutoverRequestID(c.TaskID, *c.Coverage)
 	}
 	return q.Queues.Send(ctx, resources.QueueHandoff, []awsio.Message{{Group: c.Collection, DedupID: dedup, Body: body}})
-}
-
-// compactionPolicy is the one compaction policy: the executor plans with it
-// and the observer decides "compaction is due" with it.
-func (c Config) compactionPolicy() compact.Policy {
-	return compact.Policy{MergeFactor: c.Policy.MergeFactor, TargetObjectBytes: c.Policy.TargetObjectSize}
 }

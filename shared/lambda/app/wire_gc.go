@@ -13,21 +13,6 @@ import (
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
-// GCConfig derives the GC configuration from the policy.
-func GCConfig(p Policy, g guard.Set) gc.Config {
-	cfg := gc.DefaultConfig()
-	cfg.TokenLifetime, cfg.RetentionWindow = p.Observe.TokenLifetime, p.Observe.RetentionWindow
-	cfg.MaxTaskLifetime, cfg.ClockSkew, cfg.CutoverDeadline = p.MaxTaskLifetime, p.ClockSkew, p.CutoverDeadline
-	if p.GCProofMaxAge > 0 {
-		cfg.ProofMaxAge = p.GCProofMaxAge
-	}
-	if p.GCBatchSize > 0 {
-		cfg.BatchSize = min(p.GCBatchSize, 1000)
-	}
-	cfg.Guards = g
-	return cfg
-}
-
 // GCBucket adapts a bucket to the GC ports.
 type GCBucket struct{ B *awsio.Bucket }
 
@@ -45,7 +30,7 @@ func (g GCBucket) List(ctx context.Context, prefix string, fn func([]gc.Listed) 
 	})
 }
 
-// DeleteBatch deletes up to 1000 keys (404 counts as deleted).
+// DeleteBatch deletes up to awslimit.S3DeleteObjectsMaxKeys keys (404 counts as deleted).
 func (g GCBucket) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResult, error) {
 	r, err := g.B.DeleteBatch(ctx, keys)
 	return gc.DeleteResult{Deleted: r.Deleted, Failed: r.Failed}, err
@@ -101,8 +86,8 @@ func GCPorts(c Config, cl Clients) gc.Ports {
 // pacer's clock is real time: pacing is a wall-clock rate, independent of
 // the business clock rt.Now.
 func GCExecutor(c Config, ports gc.Ports, rt Runtime, m *metrics.Recorder, g guard.Set) *gc.Executor {
-	cfg := GCConfig(c.Policy, g)
-	pacer := gc.NewPacer(c.Policy.GCDeletesPerSec, c.Policy.GCGlobalPerSec, cfg.BatchSize, time.Now, gc.SleepContext)
+	cfg := gc.ConfigFrom(c.Policy, g)
+	pacer := gc.NewPacer(c.Policy.GC.DeletesPerSec, c.Policy.GC.GlobalDeletesPerSec, cfg.BatchSize, time.Now, gc.SleepContext)
 	return gc.New(ports, cfg, pacer, rt.Now, gc.SleepContext, m, rt.Log)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/adapters/owners"
+	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/core/handoff"
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/guard"
@@ -42,13 +43,13 @@ func HandoffUseCase(c Config, cl Clients, rt Runtime, o HandoffOptions) (*handof
 	bucket := awsio.NewBucket(cl.S3, c.Bucket)
 	pub := o.Publisher
 	if pub == nil {
-		pub = owners.NewPublisher(owners.New(c.PublisherEndpoint, c.Policy.OwnerTimeout))
+		pub = owners.NewPublisher(owners.New(c.PublisherEndpoint, c.Policy.OwnerTimeout.D()))
 	}
 	var ccs handoff.CCS
 	if s := c.ccs(); s != nil {
 		ccs = s
 	}
-	cfg := handoff.Config{MaxTaskLifetime: c.Policy.MaxTaskLifetime, CutoverDeadline: c.Policy.CutoverDeadline, Guards: g}
+	cfg := handoff.ConfigFrom(c.Policy, g)
 	// Production handoff can delete nothing: only the mutation with the
 	// ambiguous re-read switched off gets a reclaimer, to show the harm.
 	var reclaim handoff.Reclaimer
@@ -63,8 +64,8 @@ func HandoffUseCase(c Config, cl Clients, rt Runtime, o HandoffOptions) (*handof
 type bucketReclaimer struct{ b *awsio.Bucket }
 
 func (r bucketReclaimer) DeleteKeys(ctx context.Context, keys []string) error {
-	for start := 0; start < len(keys); start += 1000 {
-		res, err := r.b.DeleteBatch(ctx, keys[start:min(start+1000, len(keys))])
+	for start := 0; start < len(keys); start += awslimit.S3DeleteObjectsMaxKeys {
+		res, err := r.b.DeleteBatch(ctx, keys[start:min(start+awslimit.S3DeleteObjectsMaxKeys, len(keys))])
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
 	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/lambda/app"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 	"github.com/searchfabric/bcc/shared/store"
 )
@@ -52,10 +53,9 @@ func (c *cxClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func cxPolicy(mergeFactor int) *app.Policy {
-	p := app.DefaultPolicy()
-	p.MergeFactor = mergeFactor
-	p.Observe.MergeFactor = mergeFactor
+func cxPolicy(mergeFactor int) *policy.Policy {
+	p := policy.Default()
+	p.Compaction.MergeFactor = mergeFactor
 	return &p
 }
 
@@ -520,7 +520,7 @@ func TestCompactionDuplicateDeliveryAndRace(t *testing.T) {
 			g := tc.g
 			// A stalls past its lease; B takes the expired lease and finishes.
 			cxRegisterCompaction(env, app.CompactionOptions{Guards: &g, Reporter: rep, Objects: withHook(func() {
-				clock.Advance(env.Config.Policy.LeaseDuration + time.Second)
+				clock.Advance(env.Config.Policy.LeaseDuration.D() + time.Second)
 				b, _ := app.CompactionExecutor(env.Config, env.Clients, cxRuntime(env), app.CompactionOptions{Guards: &g, Reporter: rep})
 				task, _ := contract.DecodeTask("b", []byte(body))
 				if res, err := b.Run(context.Background(), task, "worker-B"); err != nil || res.Outcome != compact.OutcomeReported {
@@ -575,7 +575,7 @@ func TestCompactionCrashAfterOutputs(t *testing.T) {
 	if n := len(cxReceive(t, env, resources.QueueHandoff)); n != 0 || cxMetric(env, "DuplicateTasksSkipped") != 1 {
 		t.Fatalf("retry within the lease reported %d, skipped %v", n, cxMetric(env, "DuplicateTasksSkipped"))
 	}
-	clock.Advance(env.Config.Policy.LeaseDuration + time.Second)
+	clock.Advance(env.Config.Policy.LeaseDuration.D() + time.Second)
 	cxInvoke(t, env, resources.FnCompaction, body)
 	if n := cxHandoff(t, env); n != 1 {
 		t.Fatalf("retry after expiry reported %d completions", n)

@@ -54,7 +54,7 @@ func TestGCWaitsPastCutoverDeadline(t *testing.T) {
 		comp, out := e.lateCutover("c1", in)
 		swept := false
 		e.Publisher.SetQueue(func(ctx context.Context, req contract.CutoverRequest) {
-			if req.NotAfterUnixMs != comp.StartedAtUnixMs+e.Config.Policy.CutoverDeadline.Milliseconds() {
+			if req.NotAfterUnixMs != comp.StartedAtUnixMs+e.Config.Policy.CutoverDeadline.Ms() {
 				t.Errorf("not_after %d is not the task start + the cutover deadline", req.NotAfterUnixMs)
 			}
 			e.clk.Advance(20 * time.Minute)

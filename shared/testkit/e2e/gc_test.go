@@ -25,6 +25,7 @@ import (
 	"github.com/searchfabric/bcc/shared/lambda/app"
 	"github.com/searchfabric/bcc/shared/lambda/handler"
 	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 	"github.com/searchfabric/bcc/shared/store"
 	"github.com/searchfabric/bcc/shared/testkit/naive"
@@ -56,10 +57,10 @@ type gcEnv struct {
 	ctx context.Context
 }
 
-func startGC(t testing.TB, tune func(*app.Policy)) *gcEnv {
+func startGC(t testing.TB, tune func(*policy.Policy)) *gcEnv {
 	t.Helper()
 	clk := &fakeClock{t: time.Now()}
-	pol := app.DefaultPolicy()
+	pol := policy.Default()
 	if tune != nil {
 		tune(&pol)
 	}
@@ -91,7 +92,7 @@ func (e *gcEnv) executorWithSleep(g guard.Set, wrap func(gc.Deleter) gc.Deleter,
 		ports.Lineage = naive.NewLenientLineage(e.Bucket)
 	}
 	m := metrics.New(resources.FnGC)
-	cfg := app.GCConfig(e.Config.Policy, g)
+	cfg := gc.ConfigFrom(e.Config.Policy, g)
 	pol := e.Config.Policy
 	// Pacing and retry backoff run on the test's clock: waiting advances it.
 	sleep := func(ctx context.Context, d time.Duration) error {
@@ -101,7 +102,7 @@ func (e *gcEnv) executorWithSleep(g guard.Set, wrap func(gc.Deleter) gc.Deleter,
 		}
 		return ctx.Err()
 	}
-	pacer := gc.NewPacer(pol.GCDeletesPerSec, pol.GCGlobalPerSec, cfg.BatchSize, e.clk.Now, sleep)
+	pacer := gc.NewPacer(pol.GC.DeletesPerSec, pol.GC.GlobalDeletesPerSec, cfg.BatchSize, e.clk.Now, sleep)
 	return gc.New(ports, cfg, pacer, e.clk.Now, sleep, m, e.Log), m
 }
 
@@ -179,7 +180,7 @@ func (e *gcEnv) missingRetained(c string) []string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	tl := e.Config.Policy.Observe.TokenLifetime.Milliseconds()
+	tl := e.Config.Policy.GC.TokenLifetime.Ms()
 	now := e.clk.Now().UnixMilli()
 	var missing []string
 	for i := range w.Roots {
@@ -242,8 +243,8 @@ func bothWays(t *testing.T, off guard.Set, scenario func(t *testing.T, g guard.S
 
 func TestGCKeepsObjectPinnedByTokenLifetime(t *testing.T) {
 	bothWays(t, withoutGates, func(t *testing.T, g guard.Set) []string {
-		e := startGC(t, func(p *app.Policy) {
-			p.Observe.TokenLifetime, p.Observe.RetentionWindow = 15*time.Minute, 10*time.Second
+		e := startGC(t, func(p *policy.Policy) {
+			p.GC.TokenLifetime, p.GC.RetentionWindow = policy.Duration(15*time.Minute), policy.Duration(10*time.Second)
 		})
 		e.create("c1", contract.Lifecycle{})
 		old := e.add("c1", 1, 0, 0)
@@ -310,7 +311,9 @@ func TestGCUnreadableWatermarkDeletesNothing(t *testing.T) {
 
 func TestGCKeepsObjectInsideRetentionWindow(t *testing.T) {
 	bothWays(t, withoutGates, func(t *testing.T, g guard.Set) []string {
-		e := startGC(t, func(p *app.Policy) { p.Observe.TokenLifetime, p.Observe.RetentionWindow = time.Second, 5*time.Minute })
+		e := startGC(t, func(p *policy.Policy) {
+			p.GC.TokenLifetime, p.GC.RetentionWindow = policy.Duration(time.Second), policy.Duration(5*time.Minute)
+		})
 		e.create("c1", contract.Lifecycle{})
 		early := e.add("c1", 1, 0, 0)
 		late := e.add("c1", 1, 0, 0)
@@ -580,7 +583,7 @@ func (d *crashingDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.Dele
 
 func TestGCRecoversAllDebtAfterTableLossMidRun(t *testing.T) {
 	bothWays(t, withoutTrimOrd, func(t *testing.T, g guard.Set) []string {
-		e := startGC(t, func(p *app.Policy) { p.GCBatchSize = 4; p.MaxTaskLifetime = 48 * time.Hour })
+		e := startGC(t, func(p *policy.Policy) { p.GC.BatchSize = 4; p.MaxTaskLifetime = policy.Duration(48 * time.Hour) })
 		e.create("c1", contract.Lifecycle{})
 		var removed []contract.ObjectEntry
 		for range 5 {
@@ -800,7 +803,7 @@ func (d *countingDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.Dele
 func BenchmarkGCDeleteLargeCandidateSet(b *testing.B) {
 	const n = 6000
 	const pace = 4000.0 // keys/s per collection
-	e := startGC(b, func(p *app.Policy) { p.GCDeletesPerSec, p.GCGlobalPerSec = pace, 2*pace })
+	e := startGC(b, func(p *policy.Policy) { p.GC.DeletesPerSec, p.GC.GlobalDeletesPerSec = pace, 2*pace })
 	var s3Calls, s3Keys int
 	var elapsed time.Duration
 	cd := &countingDeleter{}
@@ -816,7 +819,7 @@ func BenchmarkGCDeleteLargeCandidateSet(b *testing.B) {
 		ports := app.GCPorts(e.Config, e.Clients)
 		cd.Deleter = ports.Deleter
 		ports.Deleter = cd
-		cfg := app.GCConfig(e.Config.Policy, guard.All())
+		cfg := gc.ConfigFrom(e.Config.Policy, guard.All())
 		pacer := gc.NewPacer(pace, 2*pace, cfg.BatchSize, time.Now, gc.SleepContext)
 		ex := gc.New(ports, cfg, pacer, e.clk.Now, gc.SleepContext, metrics.New(resources.FnGC), nil)
 		before := e.Stack.Counter().Snapshot()

@@ -12,7 +12,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
-	"github.com/searchfabric/bcc/shared/lambda/app"
+	"github.com/searchfabric/bcc/shared/policy"
 )
 
 // start brings the product up for one test and tears it down after.
@@ -29,12 +29,11 @@ func start(t *testing.T, opts localenv.Options) *localenv.Env {
 	return env
 }
 
-// policy returns the default policy with a low merge factor so a few
+// mergePolicy returns the default policy with a low merge factor so a few
 // appends make compaction due.
-func policy(mergeFactor int) *app.Policy {
-	p := app.DefaultPolicy()
-	p.MergeFactor = mergeFactor
-	p.Observe.MergeFactor = mergeFactor
+func mergePolicy(mergeFactor int) *policy.Policy {
+	p := policy.Default()
+	p.Compaction.MergeFactor = mergeFactor
 	return &p
 }
 

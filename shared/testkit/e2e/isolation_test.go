@@ -20,7 +20,7 @@ import (
 // message is retried and finally moved to the DLQ, and nothing is published
 // or deleted because of it.
 func TestOneCollectionsBacklogDoesNotBlockAnother(t *testing.T) {
-	env := start(t, localenv.Options{Policy: policy(3), VisibilityTimeout: 2 * time.Second})
+	env := start(t, localenv.Options{Policy: mergePolicy(3), VisibilityTimeout: 2 * time.Second})
 	ctx := context.Background()
 	for _, c := range []string{"stuck", "flowing"} {
 		if err := env.Workload.Create(ctx, c, contract.Lifecycle{}); err != nil {

@@ -31,7 +31,7 @@ func commitHeld(t *testing.T, env *localenv.Env, collection string, n int) []loc
 
 func newHeldEnv(t *testing.T) *localenv.Env {
 	t.Helper()
-	env := start(t, localenv.Options{HoldS3Events: true, NoDelivery: true, Policy: policy(3)})
+	env := start(t, localenv.Options{HoldS3Events: true, NoDelivery: true, Policy: mergePolicy(3)})
 	if err := env.Workload.Create(context.Background(), "c1", contract.Lifecycle{}); err != nil {
 		t.Fatal(err)
 	}

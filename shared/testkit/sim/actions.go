@@ -18,26 +18,17 @@ import (
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
-// Policy of the simulated deployment: tiny objects so that every path
-// (splits, several parts, several batches) runs with a few records.
-var (
-	compactionPolicy = compact.Policy{MergeFactor: 4, TargetObjectBytes: 400, MaxLevel: 3}
-	observeConfig    = observe.Config{MergeFactor: 4, DeleteDensity: 0.3, TokenLifetime: TokenLifetime, RetentionWindow: RetentionWindow, GCSweepInterval: GCSweepInterval,
-		// as deployed (package app): "due" is the executor's own debt rule
-		CompactionDue: func(s contract.Summary) bool { return compact.Debt(s, compactionPolicy).Due() }}
-)
+// The use cases' configurations, derived from the simulated policy exactly
+// as the functions derive theirs (package app).
+func (w *World) gcConfig() gc.Config { return gc.ConfigFrom(w.pol, w.cfg.Guards) }
 
-func (w *World) gcConfig() gc.Config {
-	return gc.Config{TokenLifetime: TokenLifetime, RetentionWindow: RetentionWindow, MaxTaskLifetime: MaxTaskLifetime, ClockSkew: ClockSkew,
-		BatchSize: 3, MaxAttempts: 3, RetryBackoff: 200 * time.Millisecond, RetryAfter: time.Minute, PartCache: 64,
-		ProofMaxAge: ProofMaxAge, CutoverDeadline: CutoverDeadline, Guards: w.cfg.Guards}
-}
+func (w *World) compactionPolicy() compact.Policy { return compact.PolicyFrom(w.pol.Compaction) }
 
 // ---------------------------------------------------------------------------
 // The coordinator's functions, each one invocation of the real use case.
 
 func (w *World) observer(now func() time.Time) *observe.Observer {
-	return observe.New(w.bucket, w.state, taskQueue{w}, w.ccs, now, observeConfig, nil, nil)
+	return observe.New(w.bucket, w.state, taskQueue{w}, w.ccs, now, observe.ConfigFrom(w.pol, w.compactionPolicy().Due), nil, nil)
 }
 
 // deliver hands the i-th pending head notification to the observer
@@ -110,8 +101,9 @@ func (w *World) runConsumer(class string, m Message, now func() time.Time) (stri
 		if err != nil {
 			return "malformed", err
 		}
-		ex := compact.NewExecutor(w.bucket, lease.New(w.leases, w.cfg.Guards), w.ccs, reporter{w}, now, compact.ExecConfig{
-			Policy: compactionPolicy, LeaseDuration: LeaseDuration, Writer: segment.WriterOptions{BlockSize: 96}, Guards: w.cfg.Guards}, nil, nil)
+		cfg := compact.ExecConfigFrom(w.pol, w.cfg.Guards)
+		cfg.Writer = segment.WriterOptions{BlockSize: 96}
+		ex := compact.NewExecutor(w.bucket, lease.New(w.leases, w.cfg.Guards), w.ccs, reporter{w}, now, cfg, nil, nil)
 		holder := fmt.Sprintf("worker-%d", w.invSeq)
 		res, err := ex.Run(w.ctx, task, holder)
 		if task.Kind == contract.KindLifecycleTransition {
@@ -140,7 +132,7 @@ func (w *World) runConsumer(class string, m Message, now func() time.Time) (stri
 			return "malformed", err
 		}
 		h := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaimer{w.bucket}, now,
-			handoff.Config{MaxTaskLifetime: MaxTaskLifetime, CutoverDeadline: CutoverDeadline, Guards: w.cfg.Guards}, nil, nil)
+			handoff.ConfigFrom(w.pol, w.cfg.Guards), nil, nil)
 		res, err := h.Process(w.ctx, c)
 		if c.Kind == contract.KindLifecycleTransition && res.Outcome != "" {
 			w.count("transition-handoff-" + string(res.Outcome))
@@ -264,7 +256,7 @@ func (w *World) invokeOwner(fn func() error) (bool, error) {
 func (w *World) openReader(c string) {
 	col := w.cols[c]
 	h := col.head()
-	r := reader{c: c, v: h.v, openedAt: w.t, till: w.t + TokenLifetime.Milliseconds()}
+	r := reader{c: c, v: h.v, openedAt: w.t, till: w.t + w.pol.GC.TokenLifetime.Ms()}
 	w.readers = append(w.readers, r)
 	w.count("reader-opened")
 	w.logf("  reader opens %s v%d until +%.1fm", c, h.v, float64(r.till-startMs)/60000)
@@ -444,7 +436,7 @@ func (w *World) stepActions() []action {
 			case x < 4:
 				d = time.Duration(w.rng.IntN(30)+1) * time.Second
 			case x < 7:
-				d = LeaseDuration + time.Duration(w.rng.IntN(120))*time.Second
+				d = w.pol.LeaseDuration.D() + time.Duration(w.rng.IntN(120))*time.Second
 			default:
 				d = time.Duration(5+w.rng.IntN(20)) * time.Minute
 			}
@@ -502,7 +494,7 @@ func (w *World) nested(outer *invocation, op, key string) {
 			w.logf("   >> inside %s at %s %s: time advances %s", outer.name, op, key, d)
 		}},
 		{4, "lease-expiry", func() {
-			d := LeaseDuration + time.Duration(w.rng.IntN(60))*time.Second
+			d := w.pol.LeaseDuration.D() + time.Duration(w.rng.IntN(60))*time.Second
 			w.advance(d)
 			w.count("lease-expiry-mid-task")
 			w.logf("   >> inside %s at %s %s: time advances %s (lease expires)", outer.name, op, key, d)
@@ -703,7 +695,7 @@ func (w *World) checkConverged() {
 			// stuck work; the executor's planner may also see jobs the
 			// observer's summary-based model does not trigger (counted).
 			st := w.state.items[c]
-			jobs := compact.Plan(snap, compactionPolicy, time.UnixMilli(w.t))
+			jobs := compact.Plan(snap, w.compactionPolicy(), time.UnixMilli(w.t))
 			switch {
 			case st.Version != h.v:
 				w.violate("converged", "%s: observed state is v%d, the head is v%d after the quiescent phase", c, st.Version, h.v)

@@ -14,23 +14,32 @@ import (
 	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
 	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
-// Timing of the simulated deployment. Everything runs on the simulated
-// clock; functions see it through their own skewed clock.
+// Policy is the simulated deployment's policy: production's defaults
+// (policy.Default) with tiny objects and delete batches, so that every path
+// (splits, several parts, several batches) runs with a few records, a
+// shorter GC sweep interval, and short function timeouts, so that the queue
+// visibility timeouts derived from them (resources.For) are minutes.
+// Everything runs on the simulated clock; functions see it through their
+// own skewed clock (bounded by ClockSkew).
+func Policy() policy.Policy {
+	p := policy.Default()
+	p.Compaction.TargetObjectBytes = 400
+	p.GC.SweepInterval = policy.Duration(30 * time.Minute)
+	p.GC.BatchSize, p.GC.MaxAttempts, p.GC.PartCache = 3, 3, 64
+	p.Functions.CompactionTimeout = policy.Duration(40 * time.Second) // visibility 4m
+	p.Functions.GCTimeout = policy.Duration(40 * time.Second)         // visibility 4m
+	p.Functions.HandoffTimeout = policy.Duration(20 * time.Second)    // visibility 2m
+	return p
+}
+
 const (
-	TokenLifetime   = 15 * time.Minute
-	RetentionWindow = 5 * time.Minute
-	MaxTaskLifetime = 15 * time.Minute
-	ClockSkew       = 2 * time.Minute // bound on the skew between any two clocks
-	LeaseDuration   = 2 * time.Minute
-	ProofMaxAge     = 10 * time.Second // a delete call's proof is at most this old
-	CutoverDeadline = 30 * time.Minute // a cutover's not_after = task start + this
-	GCSweepInterval = 30 * time.Minute
-	MaxReceive      = 5
-	WatermarkKey    = "query-plane/global_safe_ts.json"
-	startMs         = int64(1_760_000_000_000)
+	// WatermarkKey is where the simulated query plane publishes global_safe_ts.
+	WatermarkKey = "query-plane/global_safe_ts.json"
+	startMs      = int64(1_760_000_000_000)
 )
 
 // Config is one simulation run.
@@ -115,6 +124,8 @@ type invocation struct {
 // in-memory ports, the owners' stand-ins, the workload and the scheduler.
 type World struct {
 	cfg   Config
+	pol   policy.Policy
+	def   resources.Definition
 	rng   *rand.Rand
 	t     int64 // the true clock (ms): S3, SQS, the publisher and CCS
 	ctx   context.Context
@@ -171,8 +182,12 @@ func newWorld(cfg Config) *World {
 	if cfg.Steps <= 0 {
 		cfg.Steps = 60
 	}
+	pol := Policy()
+	if err := pol.Validate(); err != nil {
+		panic(err) // a programming error: the simulated policy is a constant
+	}
 	w := &World{
-		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
+		cfg: cfg, pol: pol, def: resources.For("sim", pol), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
 		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{}, foreign: map[string]bool{},
 		Counts: map[string]int{},
 	}
@@ -186,10 +201,9 @@ func newWorld(cfg Config) *World {
 	w.ccs = newCCS(w)
 	w.state = newStateStore(w)
 	w.leases = &LeaseStore{w: w, mem: lease.NewMemory()}
-	w.queues = map[string]*Queue{
-		resources.QueueCompaction: newQueue(resources.QueueCompaction, 4*time.Minute, MaxReceive),
-		resources.QueueGC:         newQueue(resources.QueueGC, 4*time.Minute, MaxReceive),
-		resources.QueueHandoff:    newQueue(resources.QueueHandoff, 2*time.Minute, MaxReceive),
+	w.queues = map[string]*Queue{}
+	for _, q := range w.def.Queues {
+		w.queues[q.Class] = newQueue(q.Class, q.VisibilityTimeout, q.MaxReceiveCount)
 	}
 	// Per-seed intensity: some seeds are calm, some are storms.
 	w.faultRate = []float64{0, 0.01, 0.03, 0.06, 0.1}[w.rng.IntN(5)]
@@ -216,7 +230,8 @@ func (w *World) top() *invocation {
 func (w *World) invoke(name string, faults bool, queue string, fn func(now func() time.Time) error) (crashed bool, err error) {
 	w.invSeq++
 	inv := &invocation{name: fmt.Sprintf("%s#%d", name, w.invSeq), faults: faults && !w.quiet, queue: queue}
-	inv.skewMs = w.rng.Int64N(ClockSkew.Milliseconds()+1) - ClockSkew.Milliseconds()/2
+	skew := w.pol.ClockSkew.Ms()
+	inv.skewMs = w.rng.Int64N(skew+1) - skew/2
 	if inv.skewMs != 0 {
 		w.count("clock-skewed-invocations")
 	}
@@ -448,7 +463,7 @@ func (w *World) protects(col *collection, v *version, key string) string {
 		}
 		sup = col.horizon // a tombstone supersedes the head's objects
 	}
-	if w.t < sup+TokenLifetime.Milliseconds() {
+	if w.t < sup+w.pol.GC.TokenLifetime.Ms() {
 		return fmt.Sprintf("superseded at +%.1fm, inside the token lifetime", float64(sup-startMs)/60000)
 	}
 	return ""

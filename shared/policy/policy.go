@@ -1,0 +1,155 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/searchfabric/bcc/shared/awslimit"
+)
+
+// Policy is every tunable of the coordinator. The zero value is not
+// usable: start from Default().
+type Policy struct {
+	// LeaseDuration is how long a task lease lasts without a heartbeat.
+	LeaseDuration Duration `json:"lease_duration_ms"`
+	// MaxTaskLifetime bounds a task from its start to its handoff: an
+	// older completion is dropped, and a never-committed output is
+	// reclaimed once it is older than MaxTaskLifetime + ClockSkew.
+	MaxTaskLifetime Duration `json:"max_task_lifetime_ms"`
+	// CutoverDeadline: a rewrite's cutover request carries not_after =
+	// task start + CutoverDeadline (the publisher refuses it later), and GC
+	// reclaims a never-committed output only after that on every clock.
+	CutoverDeadline Duration `json:"cutover_deadline_ms"`
+	// ClockSkew bounds the skew between any two clocks of the deployment.
+	ClockSkew Duration `json:"clock_skew_ms"`
+	// OwnerTimeout bounds one HTTP call to the publisher or CCS.
+	OwnerTimeout Duration `json:"owner_timeout_ms"`
+
+	Compaction Compaction `json:"compaction"`
+	GC         GC         `json:"gc"`
+	Handoff    Handoff    `json:"handoff"`
+	Functions  Functions  `json:"functions"`
+}
+
+// Compaction is the tiered compaction policy (the executor plans with it
+// and the observer decides "compaction is due" with the same values).
+type Compaction struct {
+	// MergeFactor: a level is due when it holds this many objects below the
+	// top level, this many overlapping objects at the top level, or this
+	// many fragmented objects. The only merge factor.
+	MergeFactor int `json:"merge_factor"`
+	// TargetObjectBytes is the size compaction outputs are split at.
+	TargetObjectBytes int64 `json:"target_object_bytes"`
+	// MaxJobInputs and MaxJobBytes bound one job.
+	MaxJobInputs int   `json:"max_job_inputs"`
+	MaxJobBytes  int64 `json:"max_job_bytes"`
+	// MaxLevel is the top level.
+	MaxLevel int `json:"max_level"`
+	// DeleteDensityThreshold: an object whose delete markers reach this
+	// share of its records is rewritten (negative: rule off).
+	DeleteDensityThreshold float64 `json:"delete_density_threshold"`
+	// FragmentationThreshold: an object below this fraction of
+	// TargetObjectBytes is fragmented (negative: rule off).
+	FragmentationThreshold float64 `json:"fragmentation_threshold"`
+}
+
+// GC is garbage collection's policy. TokenLifetime and RetentionWindow are
+// the delete rule's parameters; the observer reads them here to predict
+// when GC debt becomes due.
+type GC struct {
+	// TokenLifetime: a superseded manifest stays openable this long (the
+	// query plane's continuation token lifetime).
+	TokenLifetime Duration `json:"token_lifetime_ms"`
+	// RetentionWindow: an object is evicted only when its evict commit ts
+	// is before global_safe_ts - RetentionWindow.
+	RetentionWindow Duration `json:"retention_window_ms"`
+	// SweepInterval: reconciliation enqueues a GC sweep at least this often.
+	SweepInterval Duration `json:"sweep_interval_ms"`
+	// BatchSize is the keys of one DeleteObjects call.
+	BatchSize int `json:"batch_size"`
+	// DeletesPerSec paces deletes per collection; GlobalDeletesPerSec all
+	// collections of one worker.
+	DeletesPerSec       float64 `json:"deletes_per_sec"`
+	GlobalDeletesPerSec float64 `json:"global_deletes_per_sec"`
+	// MaxAttempts is the attempts per key before the task fails, with
+	// RetryBackoff first (doubling).
+	MaxAttempts  int      `json:"max_attempts"`
+	RetryBackoff Duration `json:"retry_backoff_ms"`
+	// RetryAfter is the next due time of a blocked sweep (unreadable
+	// watermark).
+	RetryAfter Duration `json:"retry_after_ms"`
+	// PartCache is the verified manifest parts the lineage reader caches.
+	PartCache int `json:"part_cache"`
+	// ProofMaxAge bounds how old the eligibility proof behind a delete
+	// call may be (every call, retries included, re-checks against a head
+	// read at most this long before).
+	ProofMaxAge Duration `json:"proof_max_age_ms"`
+	// MaxSweepCandidates bounds the delete candidates one sweep holds; a
+	// sweep that finds more continues in the next one.
+	MaxSweepCandidates int `json:"max_sweep_candidates"`
+}
+
+// Handoff is the handoff's policy.
+type Handoff struct {
+	// MaxLineageWalk bounds the versions read since a base to find an
+	// applied request or a delete gain; a longer gap is treated as stale.
+	MaxLineageWalk int `json:"max_lineage_walk"`
+	// MaxResubmits bounds resubmissions after unknown outcomes in one
+	// delivery.
+	MaxResubmits int `json:"max_resubmits"`
+}
+
+// Functions are the deployed functions' timeouts (the CDK app deploys
+// them; each queue's visibility timeout is derived from its consumer's).
+type Functions struct {
+	ObserverTimeout   Duration `json:"observer_timeout_ms"`
+	CompactionTimeout Duration `json:"compaction_timeout_ms"`
+	GCTimeout         Duration `json:"gc_timeout_ms"`
+	HandoffTimeout    Duration `json:"handoff_timeout_ms"`
+}
+
+// Default is the production policy: the one place defaults are written.
+func Default() Policy {
+	return Policy{
+		LeaseDuration:   Duration(2 * time.Minute),
+		MaxTaskLifetime: Duration(15 * time.Minute),
+		CutoverDeadline: Duration(30 * time.Minute),
+		ClockSkew:       Duration(2 * time.Minute),
+		OwnerTimeout:    Duration(10 * time.Second),
+		Compaction: Compaction{
+			MergeFactor:            4,
+			TargetObjectBytes:      64 << 20,
+			MaxJobInputs:           16,
+			MaxJobBytes:            1 << 30,
+			MaxLevel:               3,
+			DeleteDensityThreshold: 0.3,
+			FragmentationThreshold: 0.25,
+		},
+		GC: GC{
+			TokenLifetime:       Duration(15 * time.Minute),
+			RetentionWindow:     Duration(5 * time.Minute),
+			SweepInterval:       Duration(time.Hour),
+			BatchSize:           awslimit.S3DeleteObjectsMaxKeys,
+			DeletesPerSec:       3000,
+			GlobalDeletesPerSec: 3500,
+			MaxAttempts:         5,
+			RetryBackoff:        Duration(200 * time.Millisecond),
+			RetryAfter:          Duration(time.Minute),
+			PartCache:           1024,
+			ProofMaxAge:         Duration(10 * time.Second),
+			MaxSweepCandidates:  100_000,
+		},
+		Handoff: Handoff{MaxLineageWalk: 64, MaxResubmits: 3},
+		Functions: Functions{
+			ObserverTimeout:   Duration(30 * time.Second),
+			CompactionTimeout: Duration(5 * time.Minute),
+			GCTimeout:         Duration(5 * time.Minute),
+			HandoffTimeout:    Duration(time.Minute),
+		},
+	}
+}
+
+// VisibilityTimeout is the visibility timeout of a queue whose consumer's
+// timeout is fnTimeout (AWS's recommendation for Lambda event sources).
+func VisibilityTimeout(fnTimeout time.Duration) time.Duration {
+	return awslimit.LambdaSQSVisibilityFactor * fnTimeout
+}

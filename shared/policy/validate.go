@@ -1,0 +1,136 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/searchfabric/bcc/shared/awslimit"
+	"github.com/searchfabric/bcc/shared/contract"
+)
+
+// FieldError is one setting that is wrong, named by its JSON path
+// ("gc.batch_size").
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return "policy: " + e.Field + ": " + e.Problem }
+
+// Invalid is every problem Validate found, in the order it checks them.
+type Invalid []*FieldError
+
+func (v Invalid) Error() string {
+	lines := make([]string, len(v))
+	for i, e := range v {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "; ")
+}
+
+// Fields names the bad fields.
+func (v Invalid) Fields() []string {
+	out := make([]string, len(v))
+	for i, e := range v {
+		out[i] = e.Field
+	}
+	return out
+}
+
+// Validate checks every setting's range and the relations between them.
+// It returns nil or an Invalid naming each bad field.
+func (p Policy) Validate() error {
+	var bad Invalid
+	check := func(ok bool, field, format string, args ...any) {
+		if !ok {
+			bad = append(bad, &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+		}
+	}
+	positive := func(d Duration, field string) { check(d > 0, field, "must be positive, is %s", d) }
+	nonNegative := func(d Duration, field string) { check(d >= 0, field, "must not be negative, is %s", d) }
+
+	// Ranges.
+	positive(p.LeaseDuration, "lease_duration_ms")
+	positive(p.MaxTaskLifetime, "max_task_lifetime_ms")
+	positive(p.CutoverDeadline, "cutover_deadline_ms")
+	nonNegative(p.ClockSkew, "clock_skew_ms")
+	positive(p.OwnerTimeout, "owner_timeout_ms")
+	positive(p.GC.TokenLifetime, "gc.token_lifetime_ms")
+	nonNegative(p.GC.RetentionWindow, "gc.retention_window_ms")
+	positive(p.GC.SweepInterval, "gc.sweep_interval_ms")
+	positive(p.GC.RetryBackoff, "gc.retry_backoff_ms")
+	positive(p.GC.RetryAfter, "gc.retry_after_ms")
+	positive(p.GC.ProofMaxAge, "gc.proof_max_age_ms")
+	for _, f := range p.Functions.all() {
+		check(f.timeout >= Duration(awslimit.LambdaMinTimeout) && f.timeout <= Duration(awslimit.LambdaMaxTimeout), f.field,
+			"%s is outside Lambda's timeout range %s..%s", f.timeout, awslimit.LambdaMinTimeout, awslimit.LambdaMaxTimeout)
+	}
+	c := p.Compaction
+	check(c.MergeFactor >= 2, "compaction.merge_factor", "must be at least 2 (merging fewer objects reduces nothing), is %d", c.MergeFactor)
+	check(c.TargetObjectBytes > 0 && c.TargetObjectBytes <= awslimit.S3MaxObjectBytes, "compaction.target_object_bytes",
+		"must be in 1..%d (S3's largest object), is %d", int64(awslimit.S3MaxObjectBytes), c.TargetObjectBytes)
+	check(c.MaxJobInputs >= 2, "compaction.max_job_inputs", "must be at least 2, is %d", c.MaxJobInputs)
+	check(c.MaxJobBytes > 0, "compaction.max_job_bytes", "must be positive, is %d", c.MaxJobBytes)
+	check(c.MaxLevel >= 1 && c.MaxLevel <= contract.MaxLevel, "compaction.max_level", "must be in 1..%d, is %d", contract.MaxLevel, c.MaxLevel)
+	check(c.DeleteDensityThreshold <= 1, "compaction.delete_density_threshold", "must be at most 1 (negative: off), is %g", c.DeleteDensityThreshold)
+	check(c.FragmentationThreshold <= 0.5, "compaction.fragmentation_threshold",
+		"must be at most 0.5 so that merging fragmented objects yields fewer objects (negative: off), is %g", c.FragmentationThreshold)
+	g := p.GC
+	check(g.BatchSize >= 1 && g.BatchSize <= awslimit.S3DeleteObjectsMaxKeys, "gc.batch_size",
+		"must be in 1..%d (S3 DeleteObjects takes at most %d keys), is %d", awslimit.S3DeleteObjectsMaxKeys, awslimit.S3DeleteObjectsMaxKeys, g.BatchSize)
+	check(g.DeletesPerSec > 0, "gc.deletes_per_sec", "must be positive, is %g", g.DeletesPerSec)
+	check(g.GlobalDeletesPerSec > 0, "gc.global_deletes_per_sec", "must be positive, is %g", g.GlobalDeletesPerSec)
+	check(g.MaxAttempts >= 1 && g.MaxAttempts <= 20, "gc.max_attempts", "must be in 1..20, is %d", g.MaxAttempts)
+	check(g.PartCache >= 1, "gc.part_cache", "must be at least 1, is %d", g.PartCache)
+	check(g.MaxSweepCandidates >= 1, "gc.max_sweep_candidates", "must be at least 1, is %d", g.MaxSweepCandidates)
+	check(p.Handoff.MaxLineageWalk >= 1, "handoff.max_lineage_walk", "must be at least 1, is %d", p.Handoff.MaxLineageWalk)
+	check(p.Handoff.MaxResubmits >= 1, "handoff.max_resubmits", "must be at least 1, is %d", p.Handoff.MaxResubmits)
+	if len(bad) > 0 {
+		return bad // relations between invalid values would only repeat them
+	}
+
+	// Relations.
+	check(p.LeaseDuration < p.MaxTaskLifetime, "lease_duration_ms",
+		"%s must be shorter than max_task_lifetime_ms %s (a task outlives several leases)", p.LeaseDuration, p.MaxTaskLifetime)
+	check(p.CutoverDeadline >= p.MaxTaskLifetime, "cutover_deadline_ms",
+		"%s must not be shorter than max_task_lifetime_ms %s (a result handed off within the task lifetime must still be publishable)",
+		p.CutoverDeadline, p.MaxTaskLifetime)
+	check(p.ClockSkew <= p.LeaseDuration, "clock_skew_ms",
+		"%s must not exceed lease_duration_ms %s (a worker whose clock runs that far ahead would see every live lease expired)", p.ClockSkew, p.LeaseDuration)
+	check(p.Functions.CompactionTimeout < p.MaxTaskLifetime, "functions.compaction_timeout_ms",
+		"%s must be shorter than max_task_lifetime_ms %s (a run that uses its whole timeout must still hand off in time)",
+		p.Functions.CompactionTimeout, p.MaxTaskLifetime)
+	vis := VisibilityTimeout(p.Functions.CompactionTimeout.D())
+	check(p.LeaseDuration.D() <= vis, "lease_duration_ms",
+		"%s must not exceed the compaction queue's visibility timeout %s (%d x functions.compaction_timeout_ms): a redelivered task must find a crashed holder's lease expired",
+		p.LeaseDuration, vis, awslimit.LambdaSQSVisibilityFactor)
+	for _, f := range p.Functions.all() {
+		check(p.OwnerTimeout < f.timeout, "owner_timeout_ms",
+			"%s must be shorter than %s %s (a call to an owner must time out inside the invocation that made it)", p.OwnerTimeout, f.field, f.timeout)
+	}
+	check(g.DeletesPerSec <= g.GlobalDeletesPerSec, "gc.deletes_per_sec",
+		"%g must not exceed gc.global_deletes_per_sec %g (one collection cannot delete faster than the worker)", g.DeletesPerSec, g.GlobalDeletesPerSec)
+	// One batch's retries sleep backoff, 2x, 4x, ... (in float: no overflow).
+	backoffs := g.RetryBackoff.D().Seconds() * float64(int64(1)<<(g.MaxAttempts-1)-1)
+	check(backoffs < p.Functions.GCTimeout.D().Seconds(), "gc.retry_backoff_ms",
+		"%s doubling over gc.max_attempts %d sleeps %.1fs for one batch, which must stay inside functions.gc_timeout_ms %s",
+		g.RetryBackoff, g.MaxAttempts, backoffs, p.Functions.GCTimeout)
+	if len(bad) > 0 {
+		return bad
+	}
+	return nil
+}
+
+type fnTimeout struct {
+	field   string
+	timeout Duration
+}
+
+func (f Functions) all() []fnTimeout {
+	return []fnTimeout{
+		{"functions.observer_timeout_ms", f.ObserverTimeout},
+		{"functions.compaction_timeout_ms", f.CompactionTimeout},
+		{"functions.gc_timeout_ms", f.GCTimeout},
+		{"functions.handoff_timeout_ms", f.HandoffTimeout},
+	}
+}

@@ -32,18 +32,17 @@ func NewFIFOQueues(api SQSAPI, urls map[string]string) *FIFOQueues {
 	return &FIFOQueues{api: api, urls: urls}
 }
 
-// Message is one FIFO message.
-type Message struct {
-	Group, DedupID string
-	Body           []byte
-}
+// Message is one FIFO message (built by contract.TaskMessage and
+// contract.CompletionMessage only).
+type Message = contract.Message
 
-// Enqueue sends tasks to their queues (one SendMessageBatch per queue per awslimit.SQSBatchMaxEntries).
+// Enqueue sends tasks to their queues (one SendMessageBatch per queue per
+// awslimit.SQSBatchMaxEntries). It implements the observer's TaskQueue.
 func (q *FIFOQueues) Enqueue(ctx context.Context, tasks []contract.Task) error {
 	byClass := map[string][]Message{}
 	var order []string
 	for _, t := range tasks {
-		body, err := contract.Encode(t)
+		m, err := contract.TaskMessage(t)
 		if err != nil {
 			return err
 		}
@@ -51,7 +50,7 @@ func (q *FIFOQueues) Enqueue(ctx context.Context, tasks []contract.Task) error {
 		if _, ok := byClass[class]; !ok {
 			order = append(order, class)
 		}
-		byClass[class] = append(byClass[class], Message{Group: t.Collection, DedupID: t.TaskID, Body: body})
+		byClass[class] = append(byClass[class], m)
 	}
 	for _, class := range order {
 		if err := q.Send(ctx, class, byClass[class]); err != nil {
@@ -59,6 +58,16 @@ func (q *FIFOQueues) Enqueue(ctx context.Context, tasks []contract.Task) error {
 		}
 	}
 	return nil
+}
+
+// Report sends a completion to the handoff queue. It implements
+// compaction's Reporter and GC's CompletionSink.
+func (q *FIFOQueues) Report(ctx context.Context, c contract.Completion) error {
+	m, err := contract.CompletionMessage(c)
+	if err != nil {
+		return err
+	}
+	return q.Send(ctx, resources.QueueHandoff, []Message{m})
 }
 
 // Send sends messages to the queue of class in batches of

@@ -155,13 +155,10 @@ func (e *Executor) complete(ctx context.Context, task contract.Task, pl Plan, re
 		StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
 		Cleanup: &contract.Cleanup{Deleted: nonNilKeys(deleted), AlreadyGone: rep.AlreadyGone, DeferredByReason: rep.DeferredByReason, Complete: complete},
 	}
-	// The identity distinguishes a complete report from a partial one, so a
-	// partial report never suppresses (as a duplicate) the complete one.
-	dedup := task.TaskID + ".partial"
-	if complete {
-		dedup = task.TaskID + ".done"
-	}
-	if err := e.ports.Completions.Complete(ctx, comp, dedup); err != nil {
+	// Its identity (contract.CompletionID) distinguishes a complete report
+	// from a partial one, so a partial report never suppresses (as a
+	// duplicate) the complete one.
+	if err := e.ports.Completions.Report(ctx, comp); err != nil {
 		return fmt.Errorf("report tombstone cleanup of %s: %w", task.Collection, err)
 	}
 	return nil

@@ -74,10 +74,10 @@ type SweepRecorder interface {
 	RecordGCSweep(ctx context.Context, collection string, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error
 }
 
-// CompletionSink reports a deleting task's completion to the handoff.
-// dedupID is the message's identity.
+// CompletionSink reports a deleting task's completion to the handoff (its
+// message identity is contract.CompletionID).
 type CompletionSink interface {
-	Complete(ctx context.Context, c contract.Completion, dedupID string) error
+	Report(ctx context.Context, c contract.Completion) error
 }
 
 // WatermarkObject reads the watermark from one object, strictly.

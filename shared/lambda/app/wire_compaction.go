@@ -1,10 +1,7 @@
 package app
 
 import (
-	"context"
-
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
-	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/compact"
 	"github.com/searchfabric/bcc/shared/core/lease"
 	"github.com/searchfabric/bcc/shared/guard"
@@ -17,7 +14,7 @@ import (
 // mutation proofs. The zero value is production.
 type CompactionOptions struct {
 	Guards   *guard.Set       // nil: guard.All()
-	Reporter compact.Reporter // nil: the handoff FIFO queue
+	Reporter compact.Reporter // nil: the handoff FIFO queue (awsio.FIFOQueues.Report)
 	// Objects wraps the data bucket (fault injection); nil: the bucket.
 	Objects func(*awsio.Bucket) compact.Objects
 }
@@ -44,7 +41,7 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 	leases := lease.New(awsio.NewLeaseTable(cl.Dynamo, c.Table), g)
 	rep := o.Reporter
 	if rep == nil {
-		rep = HandoffQueue{Queues: awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)}
+		rep = awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)
 	}
 	var facts compact.Facts
 	if ccs := c.ccs(); ccs != nil {
@@ -56,22 +53,4 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 		objects = o.Objects(bucket)
 	}
 	return compact.NewExecutor(objects, leases, facts, rep, rt.Now, cfg, m, rt.Log), m
-}
-
-// HandoffQueue reports completions to the handoff FIFO queue: the group is
-// the collection, the deduplication id the cutover request id (the task id
-// for completions without coverage), so a duplicate report collapses.
-type HandoffQueue struct{ Queues *awsio.FIFOQueues }
-
-// Report implements compact.Reporter.
-func (q HandoffQueue) Report(ctx context.Context, c contract.Completion) error {
-	body, err := contract.Encode(c)
-	if err != nil {
-		return err
-	}
-	dedup := c.TaskID
-	if c.Coverage != nil {
-		dedup = contract.CutoverRequestID(c.TaskID, *c.Coverage)
-	}
-	return q.Queues.Send(ctx, resources.QueueHandoff, []awsio.Message{{Group: c.Collection, DedupID: dedup, Body: body}})
 }

@@ -36,18 +36,6 @@ func (g GCBucket) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResu
 	return gc.DeleteResult{Deleted: r.Deleted, Failed: r.Failed}, err
 }
 
-// gcCompletions sends completions to the handoff FIFO queue: group = the
-// collection, deduplication id = the completion's identity.
-type gcCompletions struct{ q *awsio.FIFOQueues }
-
-func (g gcCompletions) Complete(ctx context.Context, c contract.Completion, dedupID string) error {
-	body, err := contract.Encode(c)
-	if err != nil {
-		return err
-	}
-	return g.q.Send(ctx, resources.QueueHandoff, []awsio.Message{{Group: c.Collection, DedupID: dedupID, Body: body}})
-}
-
 // GCReadPorts are the read-only ports (plans, the CLI).
 func GCReadPorts(c Config, cl Clients) gc.ReadPorts {
 	data := GCBucket{B: awsio.NewBucket(cl.S3, c.Bucket)}
@@ -78,7 +66,7 @@ func GCPorts(c Config, cl Clients) gc.Ports {
 		ReadPorts:   GCReadPorts(c, cl),
 		Deleter:     data,
 		Sweeps:      awsio.NewObservedTable(cl.Dynamo, c.Table),
-		Completions: gcCompletions{q: awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)},
+		Completions: awsio.NewFIFOQueues(cl.SQS, c.QueueURLs),
 	}
 }
 

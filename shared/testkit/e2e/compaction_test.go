@@ -369,7 +369,7 @@ func (r *countingReporter) count() int {
 }
 
 func handoffQueue(env *localenv.Env) compact.Reporter {
-	return app.HandoffQueue{Queues: awsio.NewFIFOQueues(env.Clients.SQS, env.Config.QueueURLs)}
+	return awsio.NewFIFOQueues(env.Clients.SQS, env.Config.QueueURLs)
 }
 
 func without(t *testing.T, names ...string) guard.Set {

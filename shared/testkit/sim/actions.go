@@ -118,7 +118,7 @@ func (w *World) runConsumer(class string, m Message, now func() time.Time) (stri
 		ports := gc.Ports{
 			ReadPorts: gc.ReadPorts{Objects: gcBucket{w.bucket}, Lister: gcBucket{w.bucket}, Facts: w.ccs,
 				Watermark: gc.WatermarkObject{Objects: gcBucket{w.bucket}, Key: WatermarkKey}},
-			Deleter: gcBucket{w.bucket}, Sweeps: w.state, Completions: completions{w},
+			Deleter: gcBucket{w.bucket}, Sweeps: w.state, Completions: reporter{w},
 		}
 		sleep := func(ctx context.Context, d time.Duration) error { w.t += d.Milliseconds(); return ctx.Err() }
 		pacer := gc.NewPacer(0, 0, 3, now, sleep)

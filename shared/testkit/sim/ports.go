@@ -333,14 +333,16 @@ func (w *World) send(class string, msgs []awsio.Message) error {
 	return err
 }
 
-// taskQueue is the observer's TaskQueue.
+// taskQueue is the observer's TaskQueue: messages built by the one
+// definition of a task message (contract.TaskMessage), routed by
+// resources.QueueForKind.
 type taskQueue struct{ w *World }
 
 func (t taskQueue) Enqueue(_ context.Context, tasks []contract.Task) error {
 	byClass := map[string][]awsio.Message{}
 	var order []string
 	for _, tk := range tasks {
-		body, err := contract.Encode(tk)
+		m, err := contract.TaskMessage(tk)
 		if err != nil {
 			return err
 		}
@@ -348,7 +350,7 @@ func (t taskQueue) Enqueue(_ context.Context, tasks []contract.Task) error {
 		if _, ok := byClass[class]; !ok {
 			order = append(order, class)
 		}
-		byClass[class] = append(byClass[class], awsio.Message{Group: tk.Collection, DedupID: tk.TaskID, Body: body})
+		byClass[class] = append(byClass[class], m)
 	}
 	for _, class := range order {
 		if err := t.w.send(class, byClass[class]); err != nil {
@@ -358,30 +360,16 @@ func (t taskQueue) Enqueue(_ context.Context, tasks []contract.Task) error {
 	return nil
 }
 
-// reporter is compaction's Reporter (the handoff queue, dedup = cutover request id).
+// reporter is compaction's Reporter and GC's CompletionSink (the handoff
+// queue; identity contract.CompletionID).
 type reporter struct{ w *World }
 
 func (r reporter) Report(_ context.Context, c contract.Completion) error {
-	body, err := contract.Encode(c)
+	m, err := contract.CompletionMessage(c)
 	if err != nil {
 		return err
 	}
-	dedup := c.TaskID
-	if c.Coverage != nil {
-		dedup = contract.CutoverRequestID(c.TaskID, *c.Coverage)
-	}
-	return r.w.send(resources.QueueHandoff, []awsio.Message{{Group: c.Collection, DedupID: dedup, Body: body}})
-}
-
-// completions is GC's CompletionSink.
-type completions struct{ w *World }
-
-func (s completions) Complete(_ context.Context, c contract.Completion, dedupID string) error {
-	body, err := contract.Encode(c)
-	if err != nil {
-		return err
-	}
-	return s.w.send(resources.QueueHandoff, []awsio.Message{{Group: c.Collection, DedupID: dedupID, Body: body}})
+	return r.w.send(resources.QueueHandoff, []awsio.Message{m})
 }
 
 // pubPort is the handoff's Publisher: the real stand-in publisher behind a

@@ -39,26 +39,37 @@ func (r *Reader) get(ctx context.Context, key string) ([]byte, error) {
 	return r.objects.Get(ctx, key)
 }
 
-// Head reads and decodes a collection's committed head.
-func (r *Reader) Head(ctx context.Context, collection string) (contract.Head, error) {
+// ErrBadHead wraps every reason a head or its root cannot be trusted: the
+// head is missing or does not decode, names another collection, or its root
+// is missing, does not match the pinned checksum, does not decode or is
+// another version. (A head that could not be read for another reason, such
+// as throttling, is not bad: retry.) The original cause stays in the chain.
+var ErrBadHead = errors.New("head not usable")
+
+// ReadHead reads and decodes a collection's committed head.
+func ReadHead(ctx context.Context, objects Objects, collection string) (contract.Head, error) {
 	key := contract.HeadKey(collection)
-	b, err := r.get(ctx, key)
-	if err != nil {
+	b, err := objects.Get(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return contract.Head{}, fmt.Errorf("%w: %s does not exist: %w", ErrBadHead, key, err)
+	case err != nil:
 		return contract.Head{}, fmt.Errorf("read head %s: %w", key, err)
 	}
 	h, err := contract.DecodeHead(key, b)
 	if err != nil {
-		return h, err
+		return h, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
 	if h.Collection != collection {
-		return h, fmt.Errorf("head %s names collection %q: %w", key, h.Collection, contract.ErrInvalid)
+		return h, fmt.Errorf("%w: head %s names collection %q: %w", ErrBadHead, key, h.Collection, contract.ErrInvalid)
 	}
 	return h, nil
 }
 
-// Root opens a root and verifies it against checksum.
-func (r *Reader) Root(ctx context.Context, key, checksum string) (contract.Manifest, error) {
-	b, err := r.get(ctx, key)
+// OpenRoot reads a manifest root and verifies it against the checksum that
+// names it.
+func OpenRoot(ctx context.Context, objects Objects, key, checksum string) (contract.Manifest, error) {
+	b, err := objects.Get(ctx, key)
 	if err != nil {
 		return contract.Manifest{}, fmt.Errorf("open manifest %s: %w", key, err)
 	}
@@ -68,18 +79,44 @@ func (r *Reader) Root(ctx context.Context, key, checksum string) (contract.Manif
 	return contract.DecodeManifest(key, b)
 }
 
-// HeadRoot reads the head and opens its root.
-func (r *Reader) HeadRoot(ctx context.Context, collection string) (contract.Head, contract.Manifest, error) {
-	h, err := r.Head(ctx, collection)
+// HeadRoot is the one verified head -> root read: the collection's head,
+// and the root it names, verified against the head's checksum and checked
+// to be that collection's version. Every failure that makes the head
+// untrustworthy wraps ErrBadHead.
+func HeadRoot(ctx context.Context, objects Objects, collection string) (contract.Head, contract.Manifest, error) {
+	h, err := ReadHead(ctx, objects, collection)
 	if err != nil {
 		return h, contract.Manifest{}, err
 	}
-	m, err := r.Root(ctx, h.ManifestKey, h.ManifestChecksum)
-	if err == nil && (m.Version != h.Version || m.Collection != collection) {
-		err = fmt.Errorf("root %s is %s v%d, head says v%d: %w", h.ManifestKey, m.Collection, m.Version, h.Version, contract.ErrInvalid)
+	m, err := OpenRoot(ctx, objects, h.ManifestKey, h.ManifestChecksum)
+	if err != nil {
+		return h, m, fmt.Errorf("%w: %w", ErrBadHead, err)
 	}
-	return h, m, err
+	if m.Version != h.Version || m.Collection != collection {
+		return h, m, fmt.Errorf("%w: root %s is %s v%d, head says %s v%d: %w", ErrBadHead, h.ManifestKey, m.Collection, m.Version, collection, h.Version, contract.ErrInvalid)
+	}
+	return h, m, nil
 }
+
+// Head reads and decodes a collection's committed head (ReadHead).
+func (r *Reader) Head(ctx context.Context, collection string) (contract.Head, error) {
+	return ReadHead(ctx, counted{r}, collection)
+}
+
+// Root opens a root and verifies it against checksum (OpenRoot).
+func (r *Reader) Root(ctx context.Context, key, checksum string) (contract.Manifest, error) {
+	return OpenRoot(ctx, counted{r}, key, checksum)
+}
+
+// HeadRoot reads the head and opens its root (HeadRoot).
+func (r *Reader) HeadRoot(ctx context.Context, collection string) (contract.Head, contract.Manifest, error) {
+	return HeadRoot(ctx, counted{r}, collection)
+}
+
+// counted reads through r, counting reads.
+type counted struct{ r *Reader }
+
+func (c counted) Get(ctx context.Context, key string) ([]byte, error) { return c.r.get(ctx, key) }
 
 // Part reads and verifies one part (cached).
 func (r *Reader) Part(ctx context.Context, ref contract.PartRef) (contract.Part, error) {

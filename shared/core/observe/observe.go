@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/metrics"
 	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/store"
@@ -154,8 +155,9 @@ func New(objects Objects, state StateStore, queue TaskQueue, facts FactsSource, 
 	return &Observer{objects: objects, state: state, queue: queue, facts: facts, now: now, cfg: cfg, metrics: m, log: log}
 }
 
-// ErrBadHead wraps every reason a head or its root cannot be trusted.
-var ErrBadHead = errors.New("head not usable")
+// ErrBadHead wraps every reason a head or its root cannot be trusted (the
+// one verified head -> root read is lineage.HeadRoot).
+var ErrBadHead = lineage.ErrBadHead
 
 // HandleKey observes the head of the collection whose head key is key.
 // Keys that are not head keys are ignored.
@@ -170,7 +172,7 @@ func (o *Observer) HandleKey(ctx context.Context, key string) (Result, error) {
 
 // Observe re-reads collection's head and records, diffs and schedules it.
 func (o *Observer) Observe(ctx context.Context, collection string) (Result, error) {
-	head, root, err := o.readHead(ctx, collection)
+	head, root, err := lineage.HeadRoot(ctx, o.objects, collection)
 	if err != nil {
 		return Result{Collection: collection}, err
 	}
@@ -228,45 +230,6 @@ func (o *Observer) absorbed(res Result, prev Observed, head contract.Head) (Resu
 	}
 	o.log.Info("head event absorbed", "collection", head.Collection, "version", head.Version, "observed", prev.Version, "outcome", string(res.Outcome))
 	return res, nil
-}
-
-// readHead reads and verifies the head and its root.
-func (o *Observer) readHead(ctx context.Context, collection string) (contract.Head, contract.Manifest, error) {
-	key := contract.HeadKey(collection)
-	b, err := o.objects.Get(ctx, key)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return contract.Head{}, contract.Manifest{}, fmt.Errorf("%w: %s does not exist", ErrBadHead, key)
-		}
-		return contract.Head{}, contract.Manifest{}, fmt.Errorf("read head %s: %w", key, err)
-	}
-	head, err := contract.DecodeHead(key, b)
-	if err != nil {
-		return head, contract.Manifest{}, fmt.Errorf("%w: %w", ErrBadHead, err)
-	}
-	if head.Collection != collection {
-		return head, contract.Manifest{}, fmt.Errorf("%w: head %s names collection %q", ErrBadHead, key, head.Collection)
-	}
-	root, err := OpenRoot(ctx, o.objects, head.ManifestKey, head.ManifestChecksum)
-	if err != nil {
-		return head, root, fmt.Errorf("%w: %w", ErrBadHead, err)
-	}
-	if root.Version != head.Version || root.Collection != collection {
-		return head, root, fmt.Errorf("%w: root %s is %s v%d, head says %s v%d", ErrBadHead, head.ManifestKey, root.Collection, root.Version, collection, head.Version)
-	}
-	return head, root, nil
-}
-
-// OpenRoot reads a manifest root and verifies it against the pinned checksum.
-func OpenRoot(ctx context.Context, objects Objects, key, checksum string) (contract.Manifest, error) {
-	b, err := objects.Get(ctx, key)
-	if err != nil {
-		return contract.Manifest{}, fmt.Errorf("open manifest %s: %w", key, err)
-	}
-	if err := contract.VerifyChecksum(key, b, checksum); err != nil {
-		return contract.Manifest{}, err
-	}
-	return contract.DecodeManifest(key, b)
 }
 
 func (o *Observer) readFacts(ctx context.Context, collection string) (contract.CollectionFacts, error) {

@@ -28,6 +28,6 @@ fmt: ## gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 test-go: vet fmt ## root module tests (race detector on)
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 test: test-go test-infra sim-ci ## every test: root module (race detector), CDK infra, and a 1000-seed fault simulation

@@ -141,8 +141,8 @@ func check(g map[string]*pkg, l layout) []string {
 			if !ours {
 				continue
 			}
-			if r == "shared/contract" {
-				v = append(v, fmt.Sprintf("shared/contract imports %s: the wire documents import no package of ours", ir))
+			if (r == "shared/contract" || strings.HasPrefix(r, "shared/contract/")) && !strings.HasPrefix(ir, "shared/contract/") {
+				v = append(v, fmt.Sprintf("%s imports %s: the wire documents import no package of ours outside shared/contract", r, ir))
 			}
 			il, ok := l.layer[ir]
 			switch {

@@ -26,30 +26,35 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return strconv.AppendInt(nil, d.Ms(), 10), nil
 }
 
-// UnmarshalJSON reads an integer of milliseconds or a duration string.
+// UnmarshalJSON reads an integer of milliseconds or a duration string. Its
+// errors are *json.UnmarshalTypeError (Value explains), so that
+// encoding/json names the field that holds the bad value.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	bad := func(format string, args ...any) error {
+		return &json.UnmarshalTypeError{Value: fmt.Sprintf(format, args...), Type: durationType}
+	}
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+			return bad("%s is not a string", b)
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("%q is neither milliseconds nor a duration such as \"90s\"", s)
+			return bad("%q is neither milliseconds nor a duration such as \"90s\"", s)
 		}
 		if v%time.Millisecond != 0 {
-			return fmt.Errorf("%q is not a whole number of milliseconds", s)
+			return bad("%q is not a whole number of milliseconds", s)
 		}
 		*d = Duration(v)
 		return nil
 	}
 	ms, err := strconv.ParseInt(string(b), 10, 64)
 	if err != nil {
-		return fmt.Errorf("%s is not an integer number of milliseconds (or a duration string such as \"90s\")", b)
+		return bad("%s is not an integer number of milliseconds (or a duration string such as \"90s\")", b)
 	}
-	if ms > int64(time.Duration(1<<63-1)/time.Millisecond) || ms < -int64(time.Duration(1<<63-1)/time.Millisecond) {
-		return fmt.Errorf("%d milliseconds is out of range", ms)
+	if limit := int64(time.Duration(1<<63-1) / time.Millisecond); ms > limit || ms < -limit {
+		return bad("%d milliseconds is out of range", ms)
 	}
 	*d = Duration(time.Duration(ms) * time.Millisecond)
 	return nil

@@ -583,7 +583,9 @@ func (d *crashingDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.Dele
 
 func TestGCRecoversAllDebtAfterTableLossMidRun(t *testing.T) {
 	bothWays(t, withoutTrimOrd, func(t *testing.T, g guard.Set) []string {
-		e := startGC(t, func(p *policy.Policy) { p.GC.BatchSize = 4; p.MaxTaskLifetime = policy.Duration(48 * time.Hour) })
+		e := startGC(t, func(p *policy.Policy) {
+			p.GC.BatchSize, p.MaxTaskLifetime, p.CutoverDeadline = 4, policy.Duration(48*time.Hour), policy.Duration(48*time.Hour)
+		})
 		e.create("c1", contract.Lifecycle{})
 		var removed []contract.ObjectEntry
 		for range 5 {

@@ -1,13 +1,19 @@
-// Command bcc is the operator's read-only view of the coordinator.
+// Command bcc is the operator's view of the coordinator.
 //
 //	bcc status  -bucket B -collection C [-endpoint URL] [-ccs URL] [-table T]
-//	bcc gc-plan -bucket B -collection C [-endpoint URL] [-ccs URL] [-json]
+//	bcc gc-plan -bucket B -collection C [-endpoint URL] [-ccs URL] [-table T] [-json]
+//	bcc confirm-lineage -bucket B -collection C -table T -by NAME [-reason TEXT] [-yes]
 //
 // status prints the committed head, the lineage GC can see, the watermark
 // and (with -table) the coordinator's observed state. gc-plan prints what a
 // GC sweep would delete now, what it would defer and why, and which manifest
 // roots it would trim. Neither changes anything (rule 10): they are given
 // read-only ports only — no delete, no queue, no table write.
+//
+// confirm-lineage is the one write: after a head regression (GCRefused
+// head_regression), an operator confirms that the current head's lineage is
+// the truth and the versions above it are abandoned. Without -yes it only
+// prints what it would record.
 package main
 
 import (
@@ -37,12 +43,13 @@ func main() {
 
 type options struct {
 	endpoint, bucket, collection, ccs, table, wmBucket, wmKey, policy string
-	asJSON                                                            bool
+	asJSON, yes                                                       bool
+	by, reason                                                        string
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || (args[0] != "status" && args[0] != "gc-plan") {
-		return fmt.Errorf("usage: bcc status|gc-plan -bucket B -collection C [-endpoint URL] [-ccs URL] [-table T] [-json]")
+	if len(args) == 0 || (args[0] != "status" && args[0] != "gc-plan" && args[0] != "confirm-lineage") {
+		return fmt.Errorf("usage: bcc status|gc-plan|confirm-lineage -bucket B -collection C [-endpoint URL] [-ccs URL] [-table T] [-json] [-by NAME -reason TEXT -yes]")
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -56,6 +63,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.wmKey, "watermark-key", "query-plane/global_safe_ts.json", "watermark key")
 	fs.StringVar(&o.policy, "policy", "", "policy JSON (as BCC_POLICY) overriding the defaults")
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON")
+	fs.StringVar(&o.by, "by", "", "confirm-lineage: who confirms")
+	fs.StringVar(&o.reason, "reason", "", "confirm-lineage: why the head went back")
+	fs.BoolVar(&o.yes, "yes", false, "confirm-lineage: record the confirmation (otherwise only print it)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -79,8 +89,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	ports := app.GCReadPorts(cfg, cl) // read-only by type
 	now := time.Now()
 	plan, planErr := gc.PlanSweep(ctx, ports, gc.ConfigFrom(cfg.Policy, guard.All()), o.collection, now)
-	if cmd == "gc-plan" {
+	switch cmd {
+	case "gc-plan":
 		return printPlan(out, plan, planErr, o.asJSON)
+	case "confirm-lineage":
+		return confirmLineage(ctx, out, cfg, cl, plan, o, now)
 	}
 	return printStatus(ctx, out, cfg, cl, ports, plan, planErr, o)
 }
@@ -96,6 +109,10 @@ func printPlan(out io.Writer, p gc.Plan, err error, asJSON bool) error {
 		return werr
 	}
 	fmt.Fprintf(out, "GC plan for %s at %s (dry run: nothing was changed)\n", p.Collection, time.UnixMilli(p.NowUnixMs).UTC().Format(time.RFC3339))
+	if len(p.RootsAbove) > 0 || p.HighestObserved > p.HeadVersion {
+		fmt.Fprintf(out, "  head v%d; roots above it: %v; highest head observed: v%d; lineage confirmed by an operator: %v\n",
+			p.HeadVersion, p.RootsAbove, p.HighestObserved, p.LineageConfirmed)
+	}
 	if err != nil {
 		fmt.Fprintf(out, "  REFUSED: %v\n  nothing would be deleted\n", err)
 		return nil
@@ -154,6 +171,9 @@ func printStatus(ctx context.Context, out io.Writer, cfg app.Config, cl app.Clie
 	} else {
 		status["watermark"] = wm
 	}
+	if len(p.RootsAbove) > 0 || p.HighestObserved > p.HeadVersion {
+		status["lineage"] = map[string]any{"roots_above_head": p.RootsAbove, "highest_observed": p.HighestObserved, "confirmed": p.LineageConfirmed}
+	}
 	if planErr != nil {
 		status["gc_refused"] = planErr.Error()
 	} else {
@@ -173,5 +193,31 @@ func printStatus(ctx context.Context, out io.Writer, cfg app.Config, cl app.Clie
 	}
 	b, _ := json.MarshalIndent(status, "", "  ")
 	_, err = fmt.Fprintln(out, string(b))
+	return err
+}
+
+// confirmLineage records that the current head's lineage is the truth and
+// what GC sees as evidence of a regression is abandoned: the roots that
+// exist above the head and the highest head the coordinator observed.
+func confirmLineage(ctx context.Context, out io.Writer, cfg app.Config, cl app.Clients, p gc.Plan, o options, now time.Time) error {
+	if o.table == "" || o.by == "" {
+		return fmt.Errorf("confirm-lineage needs -table and -by")
+	}
+	conf, ok := gc.ConfirmationFor(p, o.by, o.reason, now)
+	if !ok {
+		_, err := fmt.Fprintf(out, "%s: head v%d, no regression to confirm\n", o.collection, p.HeadVersion)
+		return err
+	}
+	b, _ := json.MarshalIndent(conf, "", "  ")
+	fmt.Fprintf(out, "%s: head v%d is the truth; abandoned: roots %v, observed head v%d\n%s\n",
+		o.collection, p.HeadVersion, conf.AbandonedRoots, conf.AbandonedHeadVersion, b)
+	if !o.yes {
+		_, err := fmt.Fprintln(out, "not recorded: run again with -yes to confirm")
+		return err
+	}
+	if err := awsio.NewObservedTable(cl.Dynamo, cfg.Table).ConfirmLineage(ctx, conf); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(out, "recorded: GC resumes for the collection; what the abandoned roots reference stays for a token lifetime")
 	return err
 }

@@ -55,6 +55,7 @@ func examples() map[string]any {
 		"ccs-facts.json":              contract.CollectionFacts{SchemaVersion: 1, Collection: "orders", FactsVersion: 3, Lifecycle: contract.Lifecycle{RetentionMs: 604800000, TransitionAfterMs: 2592000000, TransitionToTier: contract.TierWarm}},
 		"release-intent-request.json": contract.ReleaseIntentRequest{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 4), IntentKind: contract.CollectionReleaseIntent, Collection: "orders", FactsVersion: 4, Dependencies: []string{"objects", "manifests", "reservation_horizon"}},
 		"release-intent-answer.json":  contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 4), Status: contract.IntentRecorded, RecordedAtUnixMs: 1764400200000},
+		"lineage-confirmation.json":   contract.LineageConfirmation{SchemaVersion: 1, Collection: "orders", HeadVersion: 8, HeadChecksum: rootSum, AbandonedRoots: []string{contract.ManifestKey("orders", 9, contract.Checksum([]byte("root v9"))), contract.ManifestKey("orders", 10, contract.Checksum([]byte("root v10")))}, AbandonedHeadVersion: 10, AbandonedHeadChecksum: contract.Checksum([]byte("root v10")), ConfirmedBy: "ops@example.com", ConfirmedAtUnixMs: 1764400300000, Reason: "restored v8 after a bad bulk load"},
 		"watermark.json":              contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
 	}
 }
@@ -90,6 +91,8 @@ func decode(name string, b []byte) error {
 		_, err = contract.DecodeReleaseIntentAnswer(name, b)
 	case "watermark.json":
 		_, err = contract.DecodeWatermark(name, b)
+	case "lineage-confirmation.json":
+		_, err = contract.DecodeLineageConfirmation(name, b)
 	}
 	return err
 }

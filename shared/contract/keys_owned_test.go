@@ -47,3 +47,16 @@ func make64(b byte) []byte {
 	}
 	return out
 }
+
+func TestRootVersionParsesOnlyRootKeys(t *testing.T) {
+	sum := "sha256:" + string(make64('c'))
+	if v, ok := RootVersion("c1", ManifestKey("c1", 42, sum)); !ok || v != 42 {
+		t.Fatalf("root key: %d %v", v, ok)
+	}
+	for _, k := range []string{PartKey("c1", 42, sum), ManifestKey("c2", 42, sum), HeadKey("c1"), ManifestsPrefix("c1") + "00000000000000000042-CCCCCCCCCCCCCCCC.json",
+		ManifestsPrefix("c1") + "99999999999999999999-cccccccccccccccc.json"} {
+		if v, ok := RootVersion("c1", k); ok {
+			t.Errorf("%s parsed as root v%d", k, v)
+		}
+	}
+}

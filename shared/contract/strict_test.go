@@ -36,6 +36,7 @@ var documents = map[string]struct {
 	"ReleaseIntentRequest": {"release-intent-request.json", func() validator { return &ReleaseIntentRequest{} }},
 	"ReleaseIntentAnswer":  {"release-intent-answer.json", func() validator { return &ReleaseIntentAnswer{} }},
 	"Watermark":            {"watermark.json", func() validator { return &Watermark{} }},
+	"LineageConfirmation":  {"lineage-confirmation.json", func() validator { return &LineageConfirmation{} }},
 }
 
 // extraExamples are further events/ files of a registered type.

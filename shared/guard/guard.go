@@ -12,18 +12,19 @@ type Set struct {
 	OrphanOwnership       bool // never-committed reclaim touches only the coordinator's own task-id-prefixed outputs
 	FreshProof            bool // every delete call, retries included, rests on an eligibility proof younger than the configured bound
 	CutoverDeadline       bool // never-committed outputs wait past the largest possible cutover not_after plus the skew allowance
+	HeadRegression        bool // a head below the highest version seen (or below existing roots) stops destructive GC until an operator confirms
 }
 
 // All is every guard on: the only production setting.
 func All() Set {
 	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
-		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true}
+		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true}
 }
 
 // Names lists the guards in a stable order (for mutation reports).
 func Names() []string {
 	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
-		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline"}
+		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression"}
 }
 
 // Without returns All() with the named guard off; ok is false for an unknown name.
@@ -53,6 +54,8 @@ func (s Set) Off(name string) (Set, bool) {
 		s.FreshProof = false
 	case "cutover_deadline":
 		s.CutoverDeadline = false
+	case "head_regression":
+		s.HeadRegression = false
 	default:
 		return s, false
 	}

@@ -80,6 +80,18 @@ func (pl planner) lookup(ctx context.Context, roots []contract.Manifest, fr *fra
 			r.pinnedDue = max(r.pinnedDue, pinnedUntil(fr.sup[j], pl.cfg))
 		}
 	}
+	for j := range fr.above {
+		if !fr.gates || fr.aboveUntil[j] <= fr.now {
+			continue
+		}
+		_, found, err := pl.lin.Lookup(ctx, &fr.above[j], key)
+		if err != nil {
+			return r, err
+		}
+		if found {
+			r.pinnedDue = max(r.pinnedDue, fr.aboveUntil[j])
+		}
+	}
 	return r, nil
 }
 

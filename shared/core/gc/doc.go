@@ -120,6 +120,16 @@
 // existing root references is committed debt and goes through the
 // predicate above.
 //
+// # Head regression (guard.HeadRegression)
+//
+// A head below the highest head the coordinator observed (or whose
+// lineage holds that version with other content), or roots above the head
+// that no publisher crash explains, refuse the collection
+// (RefusedRegression) until an operator's LineageConfirmation names every
+// such piece of evidence; what roots above the head reference stays
+// protected (regression.go). The roots are found by listing the manifests
+// prefix, so a wiped memory does not turn the refusal into deletes.
+//
 // # Dry run
 //
 // PlanSweep (and Executor.Plan) compute the plan with read-only ports:

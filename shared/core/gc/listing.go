@@ -37,6 +37,7 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 		removedOldest[o.Key] = true
 	}
 	grace := orphanGrace(pl.cfg).Milliseconds()
+	knowing := fr.knowing(v.walk.Roots)
 	err := pl.ports.Lister.List(ctx, contract.DataPrefix(v.c), func(page []Listed) error {
 		for _, l := range page {
 			if !contract.IsDataKey(v.c, l.Key) {
@@ -49,7 +50,7 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 			known := removedOldest[l.Key]
 			if !known {
 				var err error
-				if known, err = pl.known(ctx, v.walk.Roots, l.Key); err != nil {
+				if known, err = pl.known(ctx, knowing, l.Key); err != nil {
 					return lookupFailed{err}
 				}
 			}
@@ -72,6 +73,18 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 	p.Delete = slices.DeleteFunc(p.Delete, func(cd Candidate) bool { return !exists[cd.Entry.Key] })
 	p.AlreadyGone = len(exists) - len(p.Delete)
 	return nil
+}
+
+// knowing are the roots whose references are known (committed) objects:
+// the walked lineage and the protected roots above the head.
+func (fr *frame) knowing(walked []contract.Manifest) []contract.Manifest {
+	out := walked
+	for j := range fr.above {
+		if fr.aboveUntil[j] > fr.now {
+			out = append(slices.Clip(out), fr.above[j])
+		}
+	}
+	return out
 }
 
 // known reports whether any walked root references key (exact lookups,

@@ -62,8 +62,17 @@ type Plan struct {
 	OldestVersion        uint64   `json:"oldest_version"` // oldest existing root
 	LineageComplete      bool     `json:"lineage_complete"`
 	Retained             []uint64 `json:"retained"` // versions a token may still open
-	GlobalSafeTsUnixMs   int64    `json:"global_safe_ts_unix_ms"`
-	Blocked              string   `json:"blocked,omitempty"` // non-empty: nothing is deleted
+	// RootsAbove are the keys of roots that exist above the head (a
+	// publisher's uncommitted root, or the abandoned versions of a head
+	// regression); HighestObserved is the highest head version the
+	// coordinator remembers; LineageConfirmed: an operator confirmed a
+	// regression (their references stay protected for a token lifetime).
+	RootsAbove              []string `json:"roots_above_head,omitempty"`
+	HighestObserved         uint64   `json:"highest_observed,omitempty"`
+	HighestObservedChecksum string   `json:"highest_observed_checksum,omitempty"`
+	LineageConfirmed        bool     `json:"lineage_confirmed,omitempty"`
+	GlobalSafeTsUnixMs      int64    `json:"global_safe_ts_unix_ms"`
+	Blocked                 string   `json:"blocked,omitempty"` // non-empty: nothing is deleted
 	// Delete are the candidates eligible now that still exist (as far as
 	// the listing shows); AlreadyGone counts eligible ones already deleted.
 	Delete      []Candidate `json:"delete"`
@@ -187,6 +196,8 @@ func (p *Plan) describe(v view, fr frame) {
 		}
 	}
 	p.Blocked, p.TombstoneEvictTs = fr.blocked, fr.tombstoneEvict
+	p.RootsAbove = v.aboveKeys
+	p.HighestObserved, p.HighestObservedChecksum, p.LineageConfirmed = v.highest, v.highSum, v.conf != nil
 	if v.wmErr == nil {
 		p.GlobalSafeTsUnixMs = v.safe
 	}

@@ -69,6 +69,16 @@ type WatermarkSource interface {
 	Watermark(ctx context.Context) (contract.Watermark, error)
 }
 
+// Memory is what the coordinator remembers of a collection's lineage:
+// the highest head it observed (version and checksum; version 0: none)
+// and an operator's confirmation of a head regression. It is disposable
+// state: when it is lost, the roots that exist above the head are still
+// evidence of a regression (fail closed).
+type Memory interface {
+	HighestObserved(ctx context.Context, collection string) (version uint64, checksum string, err error)
+	LineageConfirmation(ctx context.Context, collection string) (contract.LineageConfirmation, bool, error)
+}
+
 // SweepRecorder records what a finished sweep left (disposable debt state).
 type SweepRecorder interface {
 	RecordGCSweep(ctx context.Context, collection string, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error
@@ -100,7 +110,8 @@ func (w WatermarkObject) Watermark(ctx context.Context) (contract.Watermark, err
 type ReadPorts struct {
 	Objects   Objects
 	Lineage   Lineage // optional: a lineage.Reader over Objects
-	Lister    Lister  // optional: without it nothing is proposed as never-committed
+	Lister    Lister  // optional: without it nothing is proposed as never-committed (nor found above the head)
+	Memory    Memory  // optional: the highest head version observed, lineage confirmations
 	Facts     FactsSource
 	Watermark WatermarkSource
 }

@@ -14,11 +14,16 @@ import (
 // lineage from the head (every root verified and strictly decoded) and
 // the watermark.
 type view struct {
-	c     string
-	facts contract.CollectionFacts
-	walk  lineage.Walk
-	safe  int64 // global_safe_ts, when wmErr is nil
-	wmErr error
+	c         string
+	facts     contract.CollectionFacts
+	walk      lineage.Walk
+	safe      int64 // global_safe_ts, when wmErr is nil
+	wmErr     error
+	above     []contract.Manifest // roots that exist above the head (regression.go)
+	aboveKeys []string            // ... and their keys
+	highest   uint64              // the highest head version the coordinator remembers
+	highSum   string              // ... and its checksum
+	conf      *contract.LineageConfirmation
 }
 
 // read is the sweep's read phase. Unreadable facts refuse the collection
@@ -37,6 +42,9 @@ func (pl planner) read(ctx context.Context, c string) (view, error) {
 	if v.walk, err = pl.lin.WalkFrom(ctx, c, 1); err != nil {
 		return v, lineageErr(c, err)
 	}
+	if err := pl.readAbove(ctx, &v); err != nil {
+		return v, err
+	}
 	wm, err := pl.ports.Watermark.Watermark(ctx)
 	v.safe, v.wmErr = wm.GlobalSafeTsUnixMs, err
 	return v, nil
@@ -54,6 +62,10 @@ type frame struct {
 	blocked        string  // non-empty: the watermark blocks every delete
 	retentionMs    int64   // lifecycle retention (0: none)
 	tombstoneEvict int64   // when the head's objects count as evicted (tombstone)
+	// above are the roots that exist above the head; what they reference
+	// is protected (as if retained) until aboveUntil.
+	above      []contract.Manifest
+	aboveUntil []int64
 }
 
 // newFrame decides retention and refusals from a view (pure). A root is
@@ -83,6 +95,18 @@ func newFrame(v view, cfg Config, now int64) (frame, error) {
 		fr.safe = v.safe
 	case fr.gates:
 		fr.blocked = "watermark unreadable: " + v.wmErr.Error()
+	}
+	var err error
+	if fr.aboveUntil, err = judgeLineage(v, cfg, now); err != nil {
+		return fr, err
+	}
+	fr.above = v.above
+	if fr.tombstoneEvict > 0 {
+		// The tombstone supersedes every version of the collection at the
+		// horizon, a root above the head included.
+		for i := range fr.aboveUntil {
+			fr.aboveUntil[i] = min(fr.aboveUntil[i], pinnedUntil(fr.tombstoneEvict, cfg))
+		}
 	}
 	if !v.walk.Complete && fr.gates && roots[n-1].CommitTsUnixMs > now-retain {
 		// The missing parent of the oldest root is still inside the token

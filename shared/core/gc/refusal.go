@@ -21,6 +21,10 @@ const (
 	RefusedManifest = "manifest" // a head/root/part cannot be opened, verified or understood
 	RefusedFacts    = "facts"    // CCS facts cannot be read
 	RefusedLineage  = "lineage"  // the head moved in a way no publisher commit explains
+	// RefusedRegression: the head is below the highest version seen for
+	// the collection (remembered, or roots that exist above it), and no
+	// operator confirmed the new lineage (bcc confirm-lineage).
+	RefusedRegression = "head_regression"
 )
 
 // ErrRefused marks a definite refusal: GC deleted nothing for the

@@ -190,7 +190,7 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
 	switch {
 	case errors.Is(err, store.ErrConditionFailed):
-		return o.absorbed(res, prev, head)
+		return o.absorbed(ctx, res, prev, head)
 	case err != nil:
 		return res, fmt.Errorf("advance observed state of %s to v%d: %w", collection, head.Version, err)
 	}
@@ -217,7 +217,19 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 	return res, nil
 }
 
-func (o *Observer) absorbed(res Result, prev Observed, head contract.Head) (Result, error) {
+func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head) (Result, error) {
+	if prev.Version > head.Version || prev.Version == head.Version && prev.Checksum != head.ManifestChecksum {
+		// The head just re-read is below (or beside) what was observed: a
+		// head regression (or a race with a newer observation). GC re-reads
+		// the head and refuses a regression (GCRefused head_regression,
+		// alarmed); a sweep now makes that prompt.
+		o.metrics.Add("HeadBelowObserved", 1)
+		t := contract.NewSweepTask(contract.KindGC, head.Collection, head.Version, head.ManifestChecksum, res.FactsVersion, o.now().UnixMilli())
+		if err := o.queue.Enqueue(ctx, []contract.Task{t}); err != nil {
+			return res, fmt.Errorf("enqueue a gc sweep of %s (head v%d below observed v%d): %w", head.Collection, head.Version, prev.Version, err)
+		}
+		res.Tasks = append(res.Tasks, t)
+	}
 	if prev.Version == head.Version {
 		if prev.Checksum != head.ManifestChecksum {
 			return res, fmt.Errorf("%w: %s v%d observed with checksum %s, head now says %s", ErrBadHead, head.Collection, head.Version, prev.Checksum, head.ManifestChecksum)

@@ -44,6 +44,9 @@ func GCReadPorts(c Config, cl Clients) gc.ReadPorts {
 		wmBucket = GCBucket{B: awsio.NewBucket(cl.S3, c.WatermarkBucket)}
 	}
 	rp := gc.ReadPorts{Objects: data, Lister: data, Watermark: gc.WatermarkObject{Objects: wmBucket, Key: c.WatermarkKey}}
+	if c.Table != "" {
+		rp.Memory = awsio.NewObservedTable(cl.Dynamo, c.Table) // read-only use: GetItem
+	}
 	if ccs := c.ccs(); ccs != nil {
 		rp.Facts = ccs
 	} else {

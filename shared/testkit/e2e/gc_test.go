@@ -570,7 +570,7 @@ func (d *crashingDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.Dele
 			if _, err := d.e.Clients.Dynamo.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(def.Table.Name)}); err != nil {
 				return gc.DeleteResult{}, err
 			}
-			if _, err := localaws.Provision(ctx, localaws.Clients{S3: d.e.Clients.S3, Dynamo: d.e.Clients.Dynamo, SQS: d.e.Clients.SQS}, def, localaws.ProvisionOptions{}); err != nil {
+			if _, err := localaws.Provision(ctx, localaws.Clients{S3: d.e.Clients.S3, Dynamo: d.e.Clients.Dynamo, SQS: d.e.Clients.SQS}, def, localaws.ProvisionOptions{VisibilityTimeout: 2 * time.Second}); err != nil { // as localenv provisions
 				return gc.DeleteResult{}, err
 			}
 		}

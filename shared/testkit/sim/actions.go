@@ -24,6 +24,11 @@ func (w *World) gcConfig() gc.Config { return gc.ConfigFrom(w.pol, w.cfg.Guards)
 
 func (w *World) compactionPolicy() compact.Policy { return compact.PolicyFrom(w.pol.Compaction) }
 
+func (w *World) gcReadPorts() gc.ReadPorts {
+	return gc.ReadPorts{Objects: gcBucket{w.bucket}, Lister: gcBucket{w.bucket}, Memory: w.state, Facts: w.ccs,
+		Watermark: gc.WatermarkObject{Objects: gcBucket{w.bucket}, Key: WatermarkKey}}
+}
+
 // ---------------------------------------------------------------------------
 // The coordinator's functions, each one invocation of the real use case.
 
@@ -115,12 +120,12 @@ func (w *World) runConsumer(class string, m Message, now func() time.Time) (stri
 		if err != nil {
 			return "malformed", err
 		}
-		ports := gc.Ports{
-			ReadPorts: gc.ReadPorts{Objects: gcBucket{w.bucket}, Lister: gcBucket{w.bucket}, Facts: w.ccs,
-				Watermark: gc.WatermarkObject{Objects: gcBucket{w.bucket}, Key: WatermarkKey}},
-			Deleter: gcBucket{w.bucket}, Sweeps: w.state, Completions: reporter{w},
+		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: gcBucket{w.bucket}, Sweeps: w.state, Completions: reporter{w}}
+		sleep := func(ctx context.Context, d time.Duration) error {
+			w.t += d.Milliseconds()
+			w.duringBackoff(task.Collection)
+			return ctx.Err()
 		}
-		sleep := func(ctx context.Context, d time.Duration) error { w.t += d.Milliseconds(); return ctx.Err() }
 		pacer := gc.NewPacer(0, 0, 3, now, sleep)
 		rep, err := gc.New(ports, w.gcConfig(), pacer, now, sleep, nil, nil).Run(w.ctx, task)
 		return fmt.Sprintf("%s %s v%d: deleted=%d orphans=%d roots=%d parts=%d deferred=%v blocked=%q refused=%q complete=%v unconfirmed=%d",
@@ -245,6 +250,163 @@ func (w *World) applyQueuedCutover() {
 		float64(req.NotAfterUnixMs-startMs)/60000, ans.Status, ans.Reason)
 }
 
+// aboveRefs returns every key the roots that exist above version head of
+// c reference (what GC keeps while those roots exist).
+func (w *World) aboveRefs(c string, head uint64) map[string]bool {
+	out := map[string]bool{}
+	for _, k := range w.bucket.Keys(contract.ManifestsPrefix(c)) {
+		if v, ok := contract.RootVersion(c, k); !ok || v <= head {
+			continue
+		}
+		b, _ := w.bucket.Peek(k)
+		m, err := contract.DecodeManifest(k, b)
+		if err != nil {
+			continue
+		}
+		for _, ref := range m.Parts {
+			pb, ok := w.bucket.Peek(ref.Key)
+			if !ok {
+				continue
+			}
+			if p, err := contract.DecodePart(ref, pb); err == nil {
+				for _, o := range p.Objects {
+					out[o.Key] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// rollback is an owner putting the head of c back to an older version of
+// its lineage (a restore): one of the last few versions whose root and
+// objects all still exist. What it reads is the truth again.
+func (w *World) rollback(c string) {
+	col := w.cols[c]
+	h := col.head()
+	var targets []*version
+	for n := h.v - min(h.v-1, 8); n < h.v; n++ {
+		if v := col.byVersion[n]; v != nil && w.intact(v) {
+			targets = append(targets, v)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	to := targets[w.rng.IntN(len(targets))]
+	if w.rng.IntN(2) == 0 {
+		// Often a restore undoes a rewrite: back to the base of the newest
+		// cutover (its outputs are then held only by abandoned versions).
+		for _, v := range slices.Backward(targets) {
+			if child := col.byVersion[v.v+1]; child != nil && child.root.Origin.Kind == contract.OriginCutover {
+				to = v
+				break
+			}
+		}
+	}
+	w.count("rollback")
+	w.logf("  owner restores %s from v%d to v%d", c, h.v, to.v)
+	if _, err := w.invokeOwner(func() error { _, err := w.pub.Restore(w.ctx, c, to.v); return err }); err != nil {
+		w.violate("workload", "restore of %s to v%d failed without faults: %v", c, to.v, err)
+		return
+	}
+	w.resetExpected(c)
+}
+
+// resetExpected makes what c's restored head reads the truth again.
+func (w *World) resetExpected(c string) {
+	var got map[string][]byte
+	if _, err := w.invokeOwner(func() error {
+		var err error
+		got, _, err = workload.Read(w.ctx, lineage.New(w.bucket, 64), w.bucket, c)
+		return err
+	}); err != nil {
+		w.violate("readable", "read %s after its restore: %v", c, err)
+		return
+	}
+	w.gen.Reset(c, got)
+}
+
+// restoreNewestCutover puts one collection's head back to the base of its
+// newest version when that version is a cutover (half the seeds).
+func (w *World) restoreNewestCutover() {
+	if w.rng.IntN(2) == 0 {
+		return
+	}
+	for _, c := range w.liveCollections() {
+		col := w.cols[c]
+		h := col.head()
+		base := col.byVersion[h.root.ParentVersion]
+		if h.root.Origin.Kind != contract.OriginCutover || base == nil || !w.intact(base) {
+			continue
+		}
+		w.count("restore-after-cutover")
+		w.logf("  owner restores %s from v%d to v%d (undoing the cutover)", c, h.v, base.v)
+		if _, err := w.invokeOwner(func() error { _, err := w.pub.Restore(w.ctx, c, base.v); return err }); err != nil {
+			w.violate("workload", "restore of %s to v%d failed: %v", c, base.v, err)
+			return
+		}
+		w.resetExpected(c)
+		return
+	}
+}
+
+// intact reports whether v's root, parts and objects all exist.
+func (w *World) intact(v *version) bool {
+	if !w.bucket.Exists(v.rootKey) {
+		return false
+	}
+	for _, k := range append(slices.Clone(v.parts), sortedKeys(v.objects)...) {
+		if !w.bucket.Exists(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// duringBackoff: while a GC worker waits before retrying a delete, the
+// world moves on; sometimes the owner restores an older head of the very
+// collection (only a retry that re-proves against the head notices).
+func (w *World) duringBackoff(c string) {
+	inv := w.top()
+	if inv == nil || !inv.faults || w.quiet || w.cols[c] == nil || w.cols[c].tombstoned || w.rng.IntN(3) != 0 {
+		return
+	}
+	w.count("rollback-during-backoff")
+	w.logf("   >> while %s backs off:", inv.name)
+	w.rollback(c)
+}
+
+// operatorConfirms answers a head regression the way an operator runs
+// `bcc confirm-lineage` after the alarm: it records that the current
+// head's lineage is the truth and that the roots above the head and the
+// highest head the coordinator observed (unless it is the head's own
+// lineage) are abandoned. The operator knows a restore happened; what it
+// records does not depend on what GC saw.
+func (w *World) operatorConfirms(c string) {
+	col := w.cols[c]
+	if col == nil || len(col.abandoned) == 0 {
+		return
+	}
+	h := col.head()
+	pl := gc.Plan{Collection: c, HeadVersion: h.v, HeadChecksum: h.checksum, RootsAbove: []string{}}
+	for _, k := range w.bucket.Keys(contract.ManifestsPrefix(c)) {
+		if v, ok := contract.RootVersion(c, k); ok && v > h.v {
+			pl.RootsAbove = append(pl.RootsAbove, k)
+		}
+	}
+	if st, ok := w.state.items[c]; ok {
+		pl.HighestObserved, pl.HighestObservedChecksum = st.Version, st.Checksum
+	}
+	conf, ok := gc.ConfirmationFor(pl, "sim-operator", "", time.UnixMilli(w.t))
+	if !ok {
+		return
+	}
+	w.state.ConfirmLineage(conf)
+	w.count("lineage-confirmed")
+	w.logf("  operator confirms %s: head v%d is the truth; abandoned roots %v, observed head v%d", c, h.v, conf.AbandonedRoots, conf.AbandonedHeadVersion)
+}
+
 // invokeOwner runs an owner's or the workload's action: no faults, no
 // nesting, the true clock.
 func (w *World) invokeOwner(fn func() error) (bool, error) {
@@ -256,7 +418,7 @@ func (w *World) invokeOwner(fn func() error) (bool, error) {
 func (w *World) openReader(c string) {
 	col := w.cols[c]
 	h := col.head()
-	r := reader{c: c, v: h.v, openedAt: w.t, till: w.t + w.pol.GC.TokenLifetime.Ms()}
+	r := reader{c: c, v: h.v, ver: h, openedAt: w.t, till: w.t + w.pol.GC.TokenLifetime.Ms()}
 	w.readers = append(w.readers, r)
 	w.count("reader-opened")
 	w.logf("  reader opens %s v%d until +%.1fm", c, h.v, float64(r.till-startMs)/60000)
@@ -268,7 +430,7 @@ func (w *World) readerRead() {
 		return
 	}
 	r := w.readers[w.rng.IntN(len(w.readers))]
-	v := w.cols[r.c].byVersion[r.v]
+	v := r.ver
 	keys := sortedKeys(v.objects)
 	if len(keys) == 0 {
 		return
@@ -459,6 +621,8 @@ func (w *World) stepActions() []action {
 			action{4, "reader-open", func() { w.openReader(w.pick(live)) }},
 			action{1, "facts-change", func() { w.changeFacts(w.pick(live)) }},
 			action{2, "foreign-upload", func() { w.foreignUpload(w.pick(live)) }},
+			action{1, "rollback", func() { w.rollback(w.pick(live)) }},
+			action{2, "operator-confirms", func() { w.operatorConfirms(w.pick(live)) }},
 			action{2, "foreign-commit", func() { w.foreignCommit(false) }},
 		)
 		if len(w.colNames) > 1 {
@@ -596,6 +760,9 @@ func (w *World) run() {
 func (w *World) quiesce() {
 	w.quiet = true
 	w.logf("quiescent phase: faults stop")
+	for _, c := range w.colNames {
+		w.operatorConfirms(c) // the head_regression alarm has been answered
+	}
 	for range len(w.uploads) / 2 {
 		w.foreignCommit(true)
 	}
@@ -609,6 +776,17 @@ func (w *World) quiesce() {
 			w.deliver(0, false)
 		}
 		w.reconcile()
+		switch round {
+		case 2:
+			// An owner undoes a rewrite that landed since the faults
+			// stopped (its outputs are old enough to be reclaimed as
+			// never-committed by a GC that missed the regression).
+			w.restoreNewestCutover()
+		case 3:
+			for _, c := range w.colNames {
+				w.operatorConfirms(c)
+			}
+		}
 		if round == 0 {
 			// The publisher works through what it queued, after a GC
 			// round, 20 minutes after the faults stopped: late, maybe not
@@ -721,8 +899,7 @@ func (w *World) checkConverged() {
 				w.count("end-transition-checked")
 			}
 		}
-		pl, err := gc.PlanSweep(w.ctx, gc.ReadPorts{Objects: gcBucket{w.bucket}, Lister: gcBucket{w.bucket}, Facts: w.ccs,
-			Watermark: gc.WatermarkObject{Objects: gcBucket{w.bucket}, Key: WatermarkKey}}, w.gcConfig(), c, time.UnixMilli(w.t))
+		pl, err := gc.PlanSweep(w.ctx, w.gcReadPorts(), w.gcConfig(), c, time.UnixMilli(w.t))
 		if err != nil {
 			w.violate("converged", "gc plan of %s: %v", c, err)
 			return
@@ -750,9 +927,20 @@ func (w *World) checkConverged() {
 		// Nothing is left but the head, its root, its parts and (unless
 		// tombstoned) its objects; never-committed manifests are the
 		// publisher's and are only counted.
+		above := w.aboveRefs(c, h.v)
 		for _, k := range w.bucket.Keys(contract.CollectionPrefix(c)) {
+			_, inHead := h.objects[k]
 			switch {
 			case k == contract.HeadKey(c) || k == h.rootKey || slices.Contains(h.parts, k):
+			case col.abandoned[k] && !inHead:
+				// Only versions a head regression abandoned hold it: an
+				// output of the coordinator's is reclaimed (unless a root
+				// above the head still names it); the rest is not GC's.
+				if contract.IsDataKey(c, k) && owned(c, k) && !above[k] && !col.tombstoned {
+					w.violate("converged", "%s: an output only abandoned versions hold is still not reclaimed (head v%d)", k, h.v)
+					return
+				}
+				w.count("end-abandoned-left")
 			case contract.IsDataKey(c, k) && !col.committed[k] && !owned(c, k):
 				w.count("end-foreign-uploads-left") // another writer's: never GC's to delete
 			case contract.IsDataKey(c, k):

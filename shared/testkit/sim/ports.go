@@ -39,14 +39,42 @@ func portErr(f Fault, op string) (apply bool, err error) {
 type StateStore struct {
 	w     *World
 	items map[string]observe.Observed
+	confs map[string]contract.LineageConfirmation // operators' lineage confirmations (same table)
 }
 
 func newStateStore(w *World) *StateStore {
-	return &StateStore{w: w, items: map[string]observe.Observed{}}
+	return &StateStore{w: w, items: map[string]observe.Observed{}, confs: map[string]contract.LineageConfirmation{}}
 }
 
 // Wipe forgets everything (coordinator state is disposable).
-func (s *StateStore) Wipe() { clear(s.items) }
+func (s *StateStore) Wipe() { clear(s.items); clear(s.confs) }
+
+// HighestObserved implements gc.Memory.
+func (s *StateStore) HighestObserved(_ context.Context, c string) (uint64, string, error) {
+	if _, err := portErr(s.w.fault("state-get", c, false), "get observed state"); err != nil {
+		return 0, "", err
+	}
+	return s.items[c].Version, s.items[c].Checksum, nil
+}
+
+// LineageConfirmation implements gc.Memory.
+func (s *StateStore) LineageConfirmation(_ context.Context, c string) (contract.LineageConfirmation, bool, error) {
+	if _, err := portErr(s.w.fault("state-get", c, false), "get lineage confirmation"); err != nil {
+		return contract.LineageConfirmation{}, false, err
+	}
+	conf, ok := s.confs[c]
+	return conf, ok, nil
+}
+
+// ConfirmLineage is what `bcc confirm-lineage` records (as the DynamoDB
+// adapter does: the confirmation, and the observed state above the
+// confirmed head forgotten).
+func (s *StateStore) ConfirmLineage(conf contract.LineageConfirmation) {
+	s.confs[conf.Collection] = conf
+	if st, ok := s.items[conf.Collection]; ok && (st.Version > conf.HeadVersion || st.Version == conf.HeadVersion && st.Checksum != conf.HeadChecksum) {
+		delete(s.items, conf.Collection)
+	}
+}
 
 // Advance implements observe.StateStore.
 func (s *StateStore) Advance(_ context.Context, st observe.Observed) (observe.Observed, error) {
@@ -274,6 +302,8 @@ func (c *CCS) RecordReleaseIntent(_ context.Context, req contract.ReleaseIntentR
 
 // ---------------------------------------------------------------------------
 // Adapters from the bucket and the queues to the use cases' ports.
+
+var _ gc.Memory = (*StateStore)(nil)
 
 type gcBucket struct{ b *MemBucket }
 

@@ -137,7 +137,7 @@ func firstViolation(g guard.Set, limit int) (Violation, bool) {
 // its delete gain matters), so it is also run with base_revalidation off.
 var mutations = [][]string{
 	{"lease_condition"}, {"base_revalidation"}, {"delete_gain_check", "base_revalidation"}, {"ambiguous_reread"},
-	{"delete_gates"}, {"manifest_before_objects"}, {"release_dependencies"}, {"orphan_ownership"}, {"cutover_deadline"},
+	{"delete_gates"}, {"manifest_before_objects"}, {"release_dependencies"}, {"orphan_ownership"}, {"cutover_deadline"}, {"head_regression"}, {"fresh_proof"},
 }
 
 // Each guard switched off is caught by the simulation within a bounded

@@ -92,9 +92,11 @@ func (v *version) has(key string) bool {
 
 type collection struct {
 	name       string
-	versions   []*version
-	byVersion  map[uint64]*version
-	committed  map[string]bool // every root, part and data key ever committed
+	versions   []*version          // every head, in the order they were written
+	byVersion  map[uint64]*version // the current lineage's versions
+	committed  map[string]bool     // every root, part and data key ever committed
+	abandoned  map[string]bool     // keys only versions abandoned by a head regression hold
+	highest    uint64              // the highest version ever the head
 	tombstoned bool
 	horizon    int64
 }
@@ -104,6 +106,7 @@ func (c *collection) head() *version { return c.versions[len(c.versions)-1] }
 type reader struct {
 	c              string
 	v              uint64
+	ver            *version
 	openedAt, till int64
 }
 
@@ -336,12 +339,16 @@ func (w *World) applied(op, key string, body []byte) {
 func (w *World) onHead(c string, body []byte) {
 	col := w.cols[c]
 	if col == nil {
-		col = &collection{name: c, byVersion: map[uint64]*version{}, committed: map[string]bool{}}
+		col = &collection{name: c, byVersion: map[uint64]*version{}, committed: map[string]bool{}, abandoned: map[string]bool{}}
 		w.cols[c] = col
 	}
 	head, err := contract.DecodeHead(contract.HeadKey(c), body)
 	if err != nil {
 		w.violate("head-valid", "head of %s does not decode: %v", c, err)
+		return
+	}
+	if len(col.versions) > 0 && head.Version <= col.head().v {
+		w.onRegression(col, head)
 		return
 	}
 	rb, ok := w.bucket.Peek(head.ManifestKey)
@@ -381,12 +388,16 @@ func (w *World) onHead(c string, body []byte) {
 	}
 	col.versions = append(col.versions, v)
 	col.byVersion[v.v] = v
+	col.highest = max(col.highest, v.v)
 	col.committed[v.rootKey] = true
+	delete(col.abandoned, v.rootKey)
 	for _, p := range v.parts {
 		col.committed[p] = true
+		delete(col.abandoned, p)
 	}
 	for k := range v.objects {
 		col.committed[k] = true
+		delete(col.abandoned, k) // the lineage holds it again
 	}
 	if root.Origin.Kind == contract.OriginCutover {
 		w.checkCutover(col, v)
@@ -394,6 +405,51 @@ func (w *World) onHead(c string, body []byte) {
 	w.noteSeq++
 	w.notes = append(w.notes, note{key: contract.HeadKey(c), seq: w.noteSeq})
 	w.logf("    head %s -> v%d (%s)", c, v.v, root.Origin.Kind)
+}
+
+// onRegression records a head put back to an older version of its
+// lineage (an owner's restore): the versions above it are abandoned. They
+// count as superseded now (a token opened on them may still read them for
+// a token lifetime); what only they hold is no longer the head lineage's
+// debt.
+func (w *World) onRegression(col *collection, head contract.Head) {
+	old := col.byVersion[head.Version]
+	if old == nil || old.rootKey != head.ManifestKey {
+		w.violate("head-lineage", "%s head went back to v%d, which is not a version of its lineage", col.name, head.Version)
+		return
+	}
+	keep := map[string]bool{}
+	for v := old; v != nil; v = col.byVersion[v.root.ParentVersion] {
+		keep[v.rootKey] = true
+		for _, p := range v.parts {
+			keep[p] = true
+		}
+		for k := range v.objects {
+			keep[k] = true
+		}
+		if v.root.ParentVersion == 0 {
+			break
+		}
+	}
+	for n, v := range col.byVersion {
+		if n <= head.Version {
+			continue
+		}
+		if v.supTs == 0 {
+			v.supTs = w.t
+		}
+		delete(col.byVersion, n)
+		for _, k := range append(append([]string{v.rootKey}, v.parts...), sortedKeys(v.objects)...) {
+			if !keep[k] {
+				col.abandoned[k] = true
+			}
+		}
+	}
+	old.supTs = 0
+	col.versions = append(col.versions, old)
+	w.noteSeq++
+	w.notes = append(w.notes, note{key: contract.HeadKey(col.name), seq: w.noteSeq})
+	w.logf("    head %s -> v%d (restored; v%d..v%d abandoned)", col.name, head.Version, head.Version+1, col.highest)
 }
 
 // checkCutover is invariant (b): a cutover is published only on the head
@@ -452,7 +508,7 @@ func (w *World) onDelete(key string) {
 // protects says why v's objects must exist now ("" when they need not).
 func (w *World) protects(col *collection, v *version, key string) string {
 	for _, r := range w.readers {
-		if r.c == col.name && r.v == v.v && r.till > w.t {
+		if r.c == col.name && r.ver == v && r.till > w.t {
 			return fmt.Sprintf("held by a reader until +%.1fm", float64(r.till-startMs)/60000)
 		}
 	}
@@ -486,6 +542,9 @@ func (w *World) checkReleaseDependencies(req contract.ReleaseIntentRequest) {
 		if contract.IsDataKey(req.Collection, k) && !col.committed[k] && !owned(req.Collection, k) {
 			continue // another writer's never-committed upload: not a dependency GC may clean
 		}
+		if col.abandoned[k] && !(contract.IsDataKey(req.Collection, k) && owned(req.Collection, k)) {
+			continue // only versions a head regression abandoned hold it: the owners', not GC's
+		}
 		if contract.IsDataKey(req.Collection, k) || col.committed[k] {
 			w.violate("release-dependencies", "release intent %s for %s recorded while %s still exists", req.IntentID, req.Collection, k)
 			return
@@ -509,7 +568,7 @@ func (w *World) checkStep() {
 		if r.till <= w.t {
 			continue
 		}
-		v := w.cols[r.c].byVersion[r.v]
+		v := r.ver
 		for k := range v.objects {
 			if !w.bucket.Exists(k) {
 				w.violate("pinned-delete", "reader of %s v%d cannot read %s", r.c, r.v, k)
@@ -560,8 +619,8 @@ func (w *World) checkIndexed(col *collection) {
 		}
 	}
 	for _, k := range sortedKeys(col.committed) {
-		if w.deleted[k] || !w.bucket.Exists(k) {
-			continue
+		if w.deleted[k] || !w.bucket.Exists(k) || col.abandoned[k] && !indexed[k] && !reach[k] {
+			continue // abandoned by a head regression: not the head lineage's debt
 		}
 		if contract.IsDataKey(col.name, k) {
 			if !indexed[k] {

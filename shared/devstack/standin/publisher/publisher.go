@@ -41,10 +41,11 @@ type Options struct {
 
 // Publisher is the stand-in Manifest Publisher.
 type Publisher struct {
-	objects Objects
-	now     func() time.Time
-	opts    Options
-	log     *slog.Logger
+	objects   Objects
+	now       func() time.Time
+	opts      Options
+	log       *slog.Logger
+	beforeCAS func()
 }
 
 // New returns a publisher.
@@ -63,6 +64,10 @@ func New(objects Objects, now func() time.Time, opts Options, log *slog.Logger) 
 	}
 	return &Publisher{objects: objects, now: now, opts: opts, log: log}
 }
+
+// SetBeforeCAS sets a hook run after a version's root is written and
+// right before its head CAS (tests: time passing, a crash window).
+func (p *Publisher) SetBeforeCAS(fn func()) { p.beforeCAS = fn }
 
 // SetQueue sets Options.Queue (before any cutover is served).
 func (p *Publisher) SetQueue(fn func(ctx context.Context, req contract.CutoverRequest)) {
@@ -181,6 +186,9 @@ func (p *Publisher) Commit(ctx context.Context, collection string, build BuildFu
 // commitOn writes the new version and CASes the head from base. ErrConflict
 // means nothing became visible.
 func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (contract.Head, error) {
+	if ch.NotAfterUnixMs > 0 && p.now().UnixMilli() > ch.NotAfterUnixMs {
+		return contract.Head{}, fmt.Errorf("commit to %s: %w (%d)", base.Head.Collection, ErrExpired, ch.NotAfterUnixMs)
+	}
 	np, err := applyChange(ctx, base.Root, base.Head.Version+1, p.loadPart, ch.Added, ch.Removed, p.opts.MaxPartObjects)
 	if err != nil {
 		return contract.Head{}, err
@@ -199,6 +207,9 @@ func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (con
 	head, body, err := p.writeRoot(ctx, root)
 	if err != nil {
 		return head, err
+	}
+	if p.beforeCAS != nil {
+		p.beforeCAS()
 	}
 	if ch.NotAfterUnixMs > 0 && p.now().UnixMilli() > ch.NotAfterUnixMs {
 		return head, fmt.Errorf("cas head of %s: %w (%d)", root.Collection, ErrExpired, ch.NotAfterUnixMs)

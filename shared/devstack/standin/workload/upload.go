@@ -66,3 +66,15 @@ func (g *Generator) CommitUpload(ctx context.Context, u Upload) (contract.Head, 
 	g.mu.Unlock()
 	return head, nil
 }
+
+// Reset replaces what collection must read as (after its head was put
+// back to an older version: what that version reads is the truth again).
+func (g *Generator) Reset(collection string, reads map[string][]byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	want := map[string]Write{}
+	for k, v := range reads {
+		want[k] = Write{Key: k, Payload: v}
+	}
+	g.want[collection] = want
+}

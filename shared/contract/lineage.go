@@ -1,0 +1,85 @@
+package contract
+
+import (
+	"strconv"
+	"strings"
+)
+
+// LineageConfirmation is an operator's record that a collection's head went
+// back on purpose (a restore, a rollback): the lineage of the head
+// HeadVersion/HeadChecksum is the truth, and what GC saw as evidence of the
+// regression is abandoned: the roots that existed above the head
+// (AbandonedRoots, by key) and the highest head the coordinator had
+// observed (AbandonedHeadVersion/Checksum, when it was not the head's
+// lineage). Until a record names every piece of evidence GC sees, GC
+// deletes nothing for the collection (GCRefused head_regression); new
+// evidence (a later regression) needs a new record. It is coordinator
+// state (disposable): when it is lost, GC refuses again until it is
+// recorded again (`bcc confirm-lineage`).
+//
+// GC still keeps what the abandoned roots reference for a token lifetime
+// (plus skew) after ConfirmedAtUnixMs: a token opened on an abandoned head
+// before the regression may still read it until then.
+type LineageConfirmation struct {
+	SchemaVersion         int      `json:"schema_version"`
+	Collection            string   `json:"collection"`
+	HeadVersion           uint64   `json:"head_version"`
+	HeadChecksum          string   `json:"head_checksum"`
+	AbandonedRoots        []string `json:"abandoned_roots"`
+	AbandonedHeadVersion  uint64   `json:"abandoned_head_version,omitempty"`
+	AbandonedHeadChecksum string   `json:"abandoned_head_checksum,omitempty"`
+	ConfirmedBy           string   `json:"confirmed_by"`
+	ConfirmedAtUnixMs     int64    `json:"confirmed_at_unix_ms"`
+	Reason                string   `json:"reason,omitempty"`
+}
+
+func (l *LineageConfirmation) validate() error {
+	if err := checkSchema(l.SchemaVersion); err != nil {
+		return err
+	}
+	switch {
+	case !ValidCollection(l.Collection):
+		return invalid("collection %q is not a valid collection name", l.Collection)
+	case l.HeadVersion == 0 || !validChecksum(l.HeadChecksum):
+		return invalid("head_version/head_checksum missing")
+	case len(l.AbandonedRoots) == 0 && l.AbandonedHeadVersion == 0:
+		return invalid("nothing abandoned: abandoned_roots or abandoned_head_version is required")
+	case l.AbandonedHeadVersion != 0 && !validChecksum(l.AbandonedHeadChecksum):
+		return invalid("abandoned_head_checksum %q is not sha256:<64 hex>", l.AbandonedHeadChecksum)
+	case l.ConfirmedBy == "" || l.ConfirmedAtUnixMs <= 0:
+		return invalid("confirmed_by and confirmed_at_unix_ms are required")
+	}
+	for _, k := range l.AbandonedRoots {
+		if _, ok := RootVersion(l.Collection, k); !ok {
+			return invalid("abandoned root %q is not a root key of %s", k, l.Collection)
+		}
+	}
+	return nil
+}
+
+// DecodeLineageConfirmation strictly decodes a lineage confirmation.
+func DecodeLineageConfirmation(where string, b []byte) (LineageConfirmation, error) {
+	var l LineageConfirmation
+	err := Decode("lineage confirmation", where, b, &l)
+	return l, err
+}
+
+// RootVersion returns the version a manifest root key of collection c
+// names (collections/<c>/manifests/<version:020d>-<sha16>.json); ok is
+// false for any other key (parts included).
+func RootVersion(c, key string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, ManifestsPrefix(c))
+	if !ok || len(rest) != 20+1+16+len(".json") || rest[20] != '-' || !strings.HasSuffix(rest, ".json") || !allDigits(rest[:20]) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(rest[:20], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	for _, h := range rest[21:37] {
+		if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f') {
+			return 0, false
+		}
+	}
+	return v, v > 0
+}

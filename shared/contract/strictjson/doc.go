@@ -29,8 +29,13 @@
 //     same value a case-sensitive, duplicate-rejecting reader would build:
 //     every member encoding/json assigns is the one whose name is exactly
 //     the field's, and it is the only one.
-//   - Values whose type implements json.Unmarshaler (json.RawMessage
-//     included) or is an interface are free-form: only duplicate names are
-//     checked inside them.
+//   - Values whose type is an interface or a non-struct implementing
+//     json.Unmarshaler (json.RawMessage included) are free-form: only
+//     duplicate names are checked inside them. A struct implementing
+//     json.Unmarshaler is checked by its fields like any struct: a decoder
+//     that delegates to encoding/json through an alias folds case too
+//     (found by FuzzObserverEvent in aws-lambda-go's S3Object). A custom
+//     decoder whose JSON shape differs from its fields must not be checked
+//     with RejectUnknown.
 //   - The happy path does not allocate per member for plain ASCII names.
 package strictjson

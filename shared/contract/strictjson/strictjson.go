@@ -150,7 +150,8 @@ func build(t reflect.Type, building map[reflect.Type]*info) *info {
 	if in, ok := building[t]; ok {
 		return in
 	}
-	if t.Implements(unmarshaler) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshaler)) {
+	custom := t.Implements(unmarshaler) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshaler))
+	if custom && t.Kind() != reflect.Struct && t.Kind() != reflect.Pointer {
 		return freeInfo
 	}
 	switch t.Kind() {
@@ -177,6 +178,9 @@ func build(t reflect.Type, building map[reflect.Type]*info) *info {
 		in.elem = build(t.Elem(), building)
 		return in
 	case reflect.Struct:
+		// A struct with its own UnmarshalJSON is checked by its fields too:
+		// aws-lambda-go's S3Object decodes through an alias of itself, so
+		// encoding/json folds case inside it as well.
 		in := &info{shape: object, fields: map[string]int{}, folded: map[string]string{}}
 		building[t] = in
 		for _, f := range jsonFields(t) {

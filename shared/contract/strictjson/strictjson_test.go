@@ -22,7 +22,24 @@ type Embedded struct {
 	Shared string `json:"shared"`
 }
 
+// custom decodes itself through an alias, as aws-lambda-go's S3Object does
+// (encoding/json folds case inside it too).
+type custom struct {
+	Key     string `json:"key"`
+	Decoded string `json:"-"`
+}
+
+func (c *custom) UnmarshalJSON(b []byte) error {
+	type alias custom
+	if err := json.Unmarshal(b, (*alias)(c)); err != nil {
+		return err
+	}
+	c.Decoded = strings.ToUpper(c.Key)
+	return nil
+}
+
 type doc struct {
+	Custom *custom `json:"custom,omitempty"`
 	Embedded
 	Version int               `json:"schema_version"`
 	Objects []entry           `json:"objects"`
@@ -86,6 +103,10 @@ func TestNames(t *testing.T) {
 		{in: `{"raw":{"a":1,"a":2}}`, want: strictjson.ErrDuplicateName, path: "$.raw"},
 		{in: `{"grid":[[{"key":"a"}],[{"kEy":"b"}]]}`, want: strictjson.ErrInexactName, path: "$.grid[1][0]"},
 		{in: `{"objects":[{"key":"a\"b\\","size":-1.5e3}], "extra": [true, false, null, "x"]}`},
+		{in: `{"custom":{"key":"a","Key":"b"}}`, want: strictjson.ErrInexactName, path: "$.custom"}, // a custom decoder folding case
+		{in: `{"custom":{"key":"a","key":"b"}}`, want: strictjson.ErrDuplicateName},
+		{in: `{"custom":{"key":"a","other":1}}`, want: strictjson.ErrUnknownName},
+		{in: `{"custom":{"key":"a","other":1}}`, mode: strictjson.IgnoreUnknown},
 		{in: `{"objects":`, want: strictjson.ErrSyntax},
 		{in: `{"a" 1}`, want: strictjson.ErrSyntax, mode: strictjson.IgnoreUnknown},
 		{in: `{} x`, want: strictjson.ErrSyntax},

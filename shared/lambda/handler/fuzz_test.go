@@ -22,6 +22,7 @@ import (
 	"github.com/searchfabric/bcc/shared/core/handoff"
 	"github.com/searchfabric/bcc/shared/core/lease"
 	"github.com/searchfabric/bcc/shared/core/observe"
+	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/lambda/handler"
 	"github.com/searchfabric/bcc/shared/metrics"
 	"github.com/searchfabric/bcc/shared/store"
@@ -249,7 +250,7 @@ var sqsQueues = []struct {
 	build  func(w *tripwire) sqsHandler
 }{
 	{"compaction", func(b []byte) error { _, err := contract.DecodeTask("m", b); return err }, func(w *tripwire) sqsHandler {
-		uc := compact.NewExecutor(w, leaseTrip{w}, w, w, func() time.Time { return now }, compact.ExecConfig{}, metrics.New("compaction"), nil)
+		uc := compact.NewExecutor(w, leaseTrip{w}, w, w, func() time.Time { return now }, compact.ExecConfig{Guards: guard.All()}, metrics.New("compaction"), nil)
 		return handler.NewCompaction(uc, metrics.New("compaction"), io.Discard, func() time.Time { return now }, quiet).Handle
 	}},
 	{"gc", func(b []byte) error { _, err := contract.DecodeTask("m", b); return err }, func(w *tripwire) sqsHandler {
@@ -259,7 +260,7 @@ var sqsQueues = []struct {
 		return handler.NewGC(ex, metrics.New("gc"), io.Discard, clock, quiet).Handle
 	}},
 	{"handoff", func(b []byte) error { _, err := contract.DecodeCompletion("m", b); return err }, func(w *tripwire) sqsHandler {
-		uc := handoff.New(w, w, w, nil, func() time.Time { return now }, handoff.Config{}, metrics.New("handoff"), nil)
+		uc := handoff.New(w, w, w, nil, func() time.Time { return now }, handoff.Config{Guards: guard.All()}, metrics.New("handoff"), nil)
 		return handler.NewHandoff(uc, metrics.New("handoff"), io.Discard, func() time.Time { return now }, quiet).Handle
 	}},
 }
@@ -343,7 +344,7 @@ func FuzzHandoffCompletion(f *testing.F) {
 		}
 		pub := &recPublisher{}
 		clock := func() time.Time { return time.UnixMilli(seed.StartedAtUnixMs).Add(time.Minute) }
-		uc := handoff.New(lin, pub, nil, nil, clock, handoff.Config{}, metrics.New("handoff"), quiet)
+		uc := handoff.New(lin, pub, nil, nil, clock, handoff.Config{Guards: guard.All()}, metrics.New("handoff"), quiet)
 		h := handler.NewHandoff(uc, metrics.New("handoff"), io.Discard, clock, quiet)
 		if _, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: body}}}); err != nil {
 			t.Fatal(err)

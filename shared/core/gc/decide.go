@@ -51,15 +51,26 @@ func judgeTime(cfg Config, blocked bool, cd Candidate, safe, retentionMs, now in
 	if limit := safe - cfg.RetentionWindow.Milliseconds(); cd.EvictTsUnixMs >= limit {
 		due := int64(math.MaxInt64)
 		if cd.EvictTsUnixMs != math.MaxInt64 {
-			due = now + (cd.EvictTsUnixMs - limit) + 1
+			due = satAddMs(now, satAddMs(cd.EvictTsUnixMs-limit, 1))
 		}
 		return ReasonRetentionWindow, due
 	}
-	// (c) lifecycle retention, by the object's maximum timestamp.
-	if retentionMs > 0 && now-cd.Entry.MaxTsUnixMs < retentionMs {
-		return ReasonLifecycle, cd.Entry.MaxTsUnixMs + retentionMs
+	// (c) lifecycle retention, by the object's maximum timestamp. Written
+	// without now - max_ts, which wraps for a far-past max_ts (deferring
+	// forever), and with the due time saturating for a far-future one.
+	if retentionMs > 0 && cd.Entry.MaxTsUnixMs > now-retentionMs {
+		return ReasonLifecycle, satAddMs(cd.Entry.MaxTsUnixMs, retentionMs)
 	}
 	return "", 0
+}
+
+// satAddMs is a + b (milliseconds, b >= 0) clamped at math.MaxInt64:
+// timestamps come from manifests.
+func satAddMs(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // pinnedUntil is when a root superseded at sup stops being openable.

@@ -113,6 +113,9 @@ func printPlan(out io.Writer, p gc.Plan, err error, asJSON bool) error {
 		fmt.Fprintf(out, "  head v%d; roots above it: %v; highest head observed: v%d; lineage confirmed by an operator: %v\n",
 			p.HeadVersion, p.RootsAbove, p.HighestObserved, p.LineageConfirmed)
 	}
+	for _, c := range p.CorruptParts {
+		fmt.Fprintf(out, "  CORRUPT PART %s (root v%d): %s\n", c.Key, c.Version, c.Error)
+	}
 	if err != nil {
 		fmt.Fprintf(out, "  REFUSED: %v\n  nothing would be deleted\n", err)
 		return nil
@@ -173,6 +176,9 @@ func printStatus(ctx context.Context, out io.Writer, cfg app.Config, cl app.Clie
 	}
 	if len(p.RootsAbove) > 0 || p.HighestObserved > p.HeadVersion {
 		status["lineage"] = map[string]any{"roots_above_head": p.RootsAbove, "highest_observed": p.HighestObserved, "confirmed": p.LineageConfirmed}
+	}
+	if len(p.CorruptParts) > 0 {
+		status["corrupt_parts"] = p.CorruptParts
 	}
 	if planErr != nil {
 		status["gc_refused"] = planErr.Error()

@@ -2,8 +2,10 @@ package gc
 
 import (
 	"context"
+	"errors"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/store"
 )
 
 // candidates streams every object the walked lineage's changes removed,
@@ -85,6 +87,9 @@ func (pl planner) lookup(ctx context.Context, roots []contract.Manifest, fr *fra
 			continue
 		}
 		_, found, err := pl.lin.Lookup(ctx, &fr.above[j], key)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // its part is gone: it protects nothing there
+		}
 		if err != nil {
 			return r, err
 		}

@@ -129,11 +129,20 @@ func orphanGrace(cfg Config) time.Duration {
 // when no token can open it, it is not the head, and none of the
 // candidates it alone indexes or references (evicted by it or by its
 // child) is held back. Its parts go first, those no newer root references.
-func planTrim(roots []contract.Manifest, retained []bool, held map[uint64]bool, deletes []Candidate) []TrimStep {
+//
+// Parts a protected root above the head references (protect) are never
+// deleted: after a regression the new lineage can write a part under the
+// very key an abandoned version wrote.
+func planTrim(roots []contract.Manifest, retained []bool, held map[uint64]bool, deletes []Candidate, protect []contract.Manifest) []TrimStep {
 	n := len(roots)
-	refs := map[string]int{} // part key -> newer roots referencing it
+	refs := map[string]int{} // part key -> newer (or protected) roots referencing it
 	for i := 0; i < n-1; i++ {
 		for _, pr := range roots[i].Parts {
+			refs[pr.Key]++
+		}
+	}
+	for i := range protect {
+		for _, pr := range protect[i].Parts {
 			refs[pr.Key]++
 		}
 	}

@@ -65,9 +65,11 @@ func New(ports Ports, cfg Config, pacer *Pacer, now func() time.Time, sleep Slee
 	return &Executor{ports: ports, cfg: cfg, lin: lineageOf(ports.ReadPorts, cfg), pacer: pacer, now: now, sleep: sleep, metrics: m, log: log}
 }
 
-// Plan computes what a sweep of collection would do now, reading only.
+// Plan computes what a sweep of collection would do now, reading only. Each
+// plan reads the lineage afresh (its own reader: every part it relies on,
+// or finds unverified, is read and verified in this sweep).
 func (e *Executor) Plan(ctx context.Context, collection string) (Plan, error) {
-	return planner{ports: e.ports.ReadPorts, cfg: e.cfg, lin: e.lin}.plan(ctx, collection, e.now())
+	return planner{ports: e.ports.ReadPorts, cfg: e.cfg, lin: lineageOf(e.ports.ReadPorts, e.cfg)}.plan(ctx, collection, e.now())
 }
 
 // Run sweeps the collection a task names: plan, apply, record the sweep and,
@@ -80,6 +82,10 @@ func (e *Executor) Run(ctx context.Context, task contract.Task) (Report, error) 
 	rep := Report{Collection: c, DeferredByReason: map[string]int{}}
 	pl, err := e.Plan(ctx, c)
 	planned := err == nil
+	if len(pl.CorruptParts) > 0 {
+		e.metrics.Add("ManifestPartCorrupt", float64(len(pl.CorruptParts)))
+		e.log.Error("manifest parts fail verification", "collection", c, "parts", pl.CorruptParts)
+	}
 	if planned {
 		rep, err = e.Apply(ctx, pl)
 	}
@@ -150,7 +156,9 @@ func (e *Executor) complete(ctx context.Context, task contract.Task, pl Plan, re
 	}
 	comp := contract.Completion{
 		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
-		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
+		// The head the cleanup was judged against (the handoff records the
+		// release intent only while it is still the head).
+		BaseManifestVersion: pl.HeadVersion, BaseManifestChecksum: pl.HeadChecksum,
 		CCSFactsVersion: pl.FactsVersion, Outcome: outcome, Reason: reason,
 		StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
 		Cleanup: &contract.Cleanup{Deleted: nonNilKeys(deleted), AlreadyGone: rep.AlreadyGone, DeferredByReason: rep.DeferredByReason, Complete: complete},

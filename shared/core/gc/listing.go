@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/store"
 )
 
 // lookupFailed wraps a lineage read failure met while a listing pages, so
@@ -32,9 +33,16 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 	for _, cd := range p.Delete {
 		exists[cd.Entry.Key] = false
 	}
-	removedOldest := map[string]bool{} // the oldest root's removals: no walked root holds them
-	for _, o := range v.walk.Roots[len(v.walk.Roots)-1].Change.Removed {
-		removedOldest[o.Key] = true
+	// What a walked root's change removed is committed (the lineage's
+	// debt). Anything else a walked root references is in the head, a
+	// retained root, or removed by a newer walked root: the roots no token
+	// can open (being trimmed, their parts perhaps already gone) need not
+	// be read.
+	removed := map[string]bool{}
+	for i := range v.walk.Roots {
+		for _, o := range v.walk.Roots[i].Change.Removed {
+			removed[o.Key] = true
+		}
 	}
 	grace := orphanGrace(pl.cfg).Milliseconds()
 	knowing := fr.knowing(v.walk.Roots)
@@ -47,10 +55,10 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 				exists[l.Key] = true
 				continue
 			}
-			known := removedOldest[l.Key]
+			known := removed[l.Key]
 			if !known {
 				var err error
-				if known, err = pl.known(ctx, knowing, l.Key); err != nil {
+				if known, err = pl.known(ctx, knowing, v.walk.Head.Version, l.Key); err != nil {
 					return lookupFailed{err}
 				}
 			}
@@ -76,12 +84,29 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 }
 
 // knowing are the roots whose references are known (committed) objects:
-// the walked lineage and the protected roots above the head.
+// the head, the retained roots and the protected roots above the head.
 func (fr *frame) knowing(walked []contract.Manifest) []contract.Manifest {
-	out := walked
+	var out []contract.Manifest
+	for i := range walked {
+		if i == 0 || fr.retained[i] {
+			out = append(out, walked[i])
+		}
+	}
 	for j := range fr.above {
 		if fr.aboveUntil[j] > fr.now {
-			out = append(slices.Clip(out), fr.above[j])
+			out = append(out, fr.above[j])
+		}
+	}
+	return out
+}
+
+// protectedAbove are the roots above the head whose references are still
+// protected.
+func (fr *frame) protectedAbove() []contract.Manifest {
+	var out []contract.Manifest
+	for j := range fr.above {
+		if fr.aboveUntil[j] > fr.now {
+			out = append(out, fr.above[j])
 		}
 	}
 	return out
@@ -89,7 +114,7 @@ func (fr *frame) knowing(walked []contract.Manifest) []contract.Manifest {
 
 // known reports whether any walked root references key (exact lookups,
 // each distinct part read once).
-func (pl planner) known(ctx context.Context, roots []contract.Manifest, key string) (bool, error) {
+func (pl planner) known(ctx context.Context, roots []contract.Manifest, headVersion uint64, key string) (bool, error) {
 	var seen []string
 	for j := range roots {
 		i := roots[j].PartFor(key)
@@ -98,6 +123,9 @@ func (pl planner) known(ctx context.Context, roots []contract.Manifest, key stri
 		}
 		seen = append(seen, roots[j].Parts[i].Checksum)
 		_, found, err := pl.lin.Lookup(ctx, &roots[j], key)
+		if err != nil && roots[j].Version > headVersion && errors.Is(err, store.ErrNotFound) {
+			continue // a root above the head whose part is gone protects nothing there
+		}
 		if err != nil || found {
 			return found, err
 		}

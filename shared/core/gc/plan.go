@@ -92,9 +92,13 @@ type Plan struct {
 	// ForeignUncommitted counts keys under data/ that no manifest of the
 	// lineage references and that are not the coordinator's outputs:
 	// another writer's uploads. They are never deleted (rule 11).
-	ForeignUncommitted int      `json:"foreign_uncommitted"`
-	ListingError       string   `json:"listing_error,omitempty"`
-	Remaining          []string `json:"remaining_dependencies,omitempty"`
+	ForeignUncommitted int    `json:"foreign_uncommitted"`
+	ListingError       string `json:"listing_error,omitempty"`
+	// CorruptParts are the manifest parts of the walked lineage (or of a
+	// root above the head) that fail verification, whether or not this
+	// sweep needed them: the collection is refused until they are fixed.
+	CorruptParts []CorruptPart `json:"corrupt_parts,omitempty"`
+	Remaining    []string      `json:"remaining_dependencies,omitempty"`
 
 	roots       []contract.Manifest // for Apply (immutable, verified)
 	retainedIdx []bool
@@ -161,19 +165,22 @@ func (pl planner) plan(ctx context.Context, c string, nowT time.Time) (Plan, err
 		return p, err
 	}
 	if err := pl.candidates(ctx, &v, &fr, &p); err != nil {
-		return p, lineageErr(c, err)
+		return p, p.partFailed(c, err)
+	}
+	if err := pl.verifyParts(ctx, &v, &fr, &p); err != nil {
+		return p, err
 	}
 	if p.Blocked != "" {
 		return p, nil // nothing else is deleted either
 	}
 	if err := pl.scanData(ctx, &v, &fr, &p); err != nil {
-		return p, lineageErr(c, err)
+		return p, p.partFailed(c, err)
 	}
 	held := p.held
 	if !pl.cfg.Guards.ManifestBeforeObjects {
 		held = nil // mutation proof only: roots are trimmed whatever their objects' state
 	}
-	p.Trim = planTrim(v.walk.Roots, fr.retained, held, p.Delete)
+	p.Trim = planTrim(v.walk.Roots, fr.retained, held, p.Delete, fr.protectedAbove())
 	if p.Tombstoned {
 		p.Remaining = []string{contract.HeadKey(c), p.HeadRootKey}
 	}

@@ -27,6 +27,10 @@ type Lineage interface {
 	WalkFrom(ctx context.Context, collection string, floor uint64) (lineage.Walk, error)
 	Lookup(ctx context.Context, m *contract.Manifest, objectKey string) (contract.ObjectEntry, bool, error)
 	Each(ctx context.Context, m *contract.Manifest, keep func(contract.PartRef) bool, fn func(contract.ObjectEntry) error) error
+	// VerifyPart reads the part at ref.Key and verifies it; Verified says
+	// whether this reader already read and verified the part at key.
+	VerifyPart(ctx context.Context, ref contract.PartRef) error
+	Verified(key string) bool
 }
 
 // Listed is one key a listing proposed.

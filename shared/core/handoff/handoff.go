@@ -381,6 +381,19 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 		h.metrics.Add("ReleaseIntentsDeferred", 1)
 		return Result{Outcome: OutcomeIntentNotAllowed, Reason: "cleanup dependencies are not all confirmed"}, nil
 	}
+	if h.cfg.Guards.ReleaseDependencies {
+		// The cleanup was judged against its base head; a head that moved
+		// since (a commit that landed after the tombstone) brings objects
+		// and manifests the cleanup did not see: a new cleanup follows.
+		head, _, err := h.lin.HeadRoot(ctx, c.Collection)
+		if err != nil {
+			return Result{}, fmt.Errorf("release intent for %s: read head: %w", c.Collection, err)
+		}
+		if head.Version != c.BaseManifestVersion || head.ManifestChecksum != c.BaseManifestChecksum {
+			h.metrics.Add("ReleaseIntentsDeferred", 1)
+			return Result{Outcome: OutcomeIntentNotAllowed, Reason: fmt.Sprintf("the head moved to v%d since the cleanup judged v%d", head.Version, c.BaseManifestVersion)}, nil
+		}
+	}
 	if h.ccs == nil {
 		return Result{}, errors.New("release intent: no CCS endpoint configured")
 	}

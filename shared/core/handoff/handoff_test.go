@@ -220,11 +220,14 @@ func TestReleaseIntentOnlyWhenComplete(t *testing.T) {
 		g        guard.Set
 		complete bool
 		want     int
-	}{{"complete", guard.All(), true, 1}, {"incomplete", guard.All(), false, 0}, {"incomplete unguarded", withoutG("release_dependencies"), false, 1}} {
+		judged   uint64 // the head the cleanup was judged against (the head is v1)
+	}{{"complete", guard.All(), true, 1, 1}, {"incomplete", guard.All(), false, 0, 1}, {"incomplete unguarded", withoutG("release_dependencies"), false, 1, 1},
+		{"complete but the head moved since", guard.All(), true, 0, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ccs := &fakeCCS{}
 			h := New(newLineage(1), nil, ccs, nil, time.Now, Config{Guards: tc.g}, nil, nil)
 			c := contract.Completion{TaskID: "tc", Kind: contract.KindTombstoneCleanup, Collection: "c1", CCSFactsVersion: 4,
+				BaseManifestVersion: tc.judged, BaseManifestChecksum: sum(tc.judged),
 				Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Complete: tc.complete}}
 			for range 2 { // duplicates are harmless
 				if _, err := h.Process(context.Background(), c); err != nil {

@@ -24,12 +24,42 @@ type Reader struct {
 	mu       sync.Mutex
 	parts    map[string]contract.Part
 	maxParts int
-	Reads    int // objects read (for tests and benchmarks)
+	verified map[string]bool // part keys read and verified by this reader
+	Reads    int             // objects read (for tests and benchmarks)
 }
 
 // New returns a reader caching up to maxParts parts.
 func New(objects Objects, maxParts int) *Reader {
-	return &Reader{objects: objects, parts: map[string]contract.Part{}, maxParts: maxParts}
+	return &Reader{objects: objects, parts: map[string]contract.Part{}, maxParts: maxParts, verified: map[string]bool{}}
+}
+
+// Verified reports whether this reader read the part at key and it passed
+// verification (a cache hit on another key with the same content does not
+// count).
+func (r *Reader) Verified(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.verified[key]
+}
+
+func (r *Reader) markVerified(key string) {
+	r.mu.Lock()
+	r.verified[key] = true
+	r.mu.Unlock()
+}
+
+// VerifyPart reads the part at ref.Key and verifies it against ref (no
+// cache: the object itself is read).
+func (r *Reader) VerifyPart(ctx context.Context, ref contract.PartRef) error {
+	b, err := r.get(ctx, ref.Key)
+	if err != nil {
+		return fmt.Errorf("open part %s: %w", ref.Key, err)
+	}
+	if _, err := contract.DecodePart(ref, b); err != nil {
+		return err
+	}
+	r.markVerified(ref.Key)
+	return nil
 }
 
 func (r *Reader) get(ctx context.Context, key string) ([]byte, error) {
@@ -135,6 +165,7 @@ func (r *Reader) Part(ctx context.Context, ref contract.PartRef) (contract.Part,
 		return p, err
 	}
 	r.mu.Lock()
+	r.verified[ref.Key] = true
 	if len(r.parts) >= r.maxParts {
 		clear(r.parts)
 	}
@@ -177,6 +208,7 @@ func (r *Reader) Each(ctx context.Context, m *contract.Manifest, keep func(contr
 		if err != nil {
 			return err
 		}
+		r.markVerified(ref.Key)
 		for _, o := range p.Objects {
 			if err := fn(o); err != nil {
 				return err

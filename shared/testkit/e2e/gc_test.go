@@ -58,6 +58,11 @@ type gcEnv struct {
 }
 
 func startGC(t testing.TB, tune func(*policy.Policy)) *gcEnv {
+	return startGCWith(t, tune, localenv.Options{})
+}
+
+// startGCWith is startGC with further options of the local environment.
+func startGCWith(t testing.TB, tune func(*policy.Policy), opts localenv.Options) *gcEnv {
 	t.Helper()
 	clk := &fakeClock{t: time.Now()}
 	pol := policy.Default()
@@ -65,7 +70,8 @@ func startGC(t testing.TB, tune func(*policy.Policy)) *gcEnv {
 		tune(&pol)
 	}
 	ctx := context.Background()
-	env, err := localenv.Start(ctx, localenv.Options{Now: clk.Now, NoDelivery: true, Policy: &pol})
+	opts.Now, opts.NoDelivery, opts.Policy = clk.Now, true, &pol
+	env, err := localenv.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

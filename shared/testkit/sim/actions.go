@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -281,11 +282,16 @@ func (w *World) aboveRefs(c string, head uint64) map[string]bool {
 // rollback is an owner putting the head of c back to an older version of
 // its lineage (a restore): one of the last few versions whose root and
 // objects all still exist. What it reads is the truth again.
-func (w *World) rollback(c string) {
+func (w *World) rollback(c string) { w.rollbackTo(c, 8, false) }
+
+// rollbackTo restores c to an intact version among its last back versions
+// (oldest: the oldest of them; else at random, often the base of the
+// newest cutover).
+func (w *World) rollbackTo(c string, back uint64, oldest bool) {
 	col := w.cols[c]
 	h := col.head()
 	var targets []*version
-	for n := h.v - min(h.v-1, 8); n < h.v; n++ {
+	for n := h.v - min(h.v-1, back); n < h.v; n++ {
 		if v := col.byVersion[n]; v != nil && w.intact(v) {
 			targets = append(targets, v)
 		}
@@ -294,7 +300,9 @@ func (w *World) rollback(c string) {
 		return
 	}
 	to := targets[w.rng.IntN(len(targets))]
-	if w.rng.IntN(2) == 0 {
+	if oldest {
+		to = targets[0]
+	} else if w.rng.IntN(2) == 0 {
 		// Often a restore undoes a rewrite: back to the base of the newest
 		// cutover (its outputs are then held only by abandoned versions).
 		for _, v := range slices.Backward(targets) {
@@ -369,12 +377,12 @@ func (w *World) intact(v *version) bool {
 // collection (only a retry that re-proves against the head notices).
 func (w *World) duringBackoff(c string) {
 	inv := w.top()
-	if inv == nil || !inv.faults || w.quiet || w.cols[c] == nil || w.cols[c].tombstoned || w.rng.IntN(3) != 0 {
+	if inv == nil || !inv.faults || w.quiet || w.cols[c] == nil || w.cols[c].tombstoned || w.rng.IntN(3) == 0 {
 		return
 	}
 	w.count("rollback-during-backoff")
 	w.logf("   >> while %s backs off:", inv.name)
-	w.rollback(c)
+	w.rollbackTo(c, math.MaxUint64, w.rng.IntN(2) == 0) // often far back: what GC is trimming
 }
 
 // operatorConfirms answers a head regression the way an operator runs
@@ -768,6 +776,7 @@ func (w *World) quiesce() {
 	}
 
 	for round := 0; round < 10 && len(w.violations) == 0; round++ {
+		w.round = round
 		w.step++
 		w.advance(20 * time.Minute)
 		w.expireReaders()
@@ -787,10 +796,10 @@ func (w *World) quiesce() {
 				w.operatorConfirms(c)
 			}
 		}
-		if round == 0 {
-			// The publisher works through what it queued, after a GC
-			// round, 20 minutes after the faults stopped: late, maybe not
-			// too late.
+		if round <= 1 {
+			// The publisher works through what it queued (a slow one still
+			// queues in round 0), after a GC round, 20 minutes later: late,
+			// maybe not too late.
 			for i := 0; i < 50 && w.consume(resources.QueueGC); i++ {
 			}
 			for len(w.queued) > 0 {

@@ -419,7 +419,7 @@ func (p pubPort) Cutover(ctx context.Context, req contract.CutoverRequest) (cont
 		f = []Fault{FaultAmbiguousLost, FaultAmbiguousDone}[w.rng.IntN(2)]
 	}
 	switch {
-	case w.slowPub && !w.quiet || f == FaultAmbiguousLost && w.rng.IntN(2) == 0:
+	case w.slowPub && (!w.quiet || w.round == 0) || f == FaultAmbiguousLost && w.rng.IntN(2) == 0:
 		// The publisher queued the request; the answer is lost and the
 		// request is applied later (or refused once past its not_after).
 		// It checked the outputs on arrival; it does not check them again.

@@ -155,6 +155,7 @@ type World struct {
 	uploadN  int
 	queued   []contract.CutoverRequest // cutovers the publisher received but has not applied yet
 	slowPub  bool                      // this seed's publisher queues every cutover and applies it late
+	round    int                       // the quiescent phase's round (-1: the faulty phase)
 
 	stack  []*invocation
 	invSeq int
@@ -179,6 +180,7 @@ var FaultKinds = []string{
 	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
 	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "facts-changed",
 	"foreign-upload", "foreign-commit-late", "cutover-queued", "cutover-applied-late", "cutover-expired-late",
+	"rollback", "rollback-during-backoff", "lineage-confirmed",
 }
 
 func newWorld(cfg Config) *World {
@@ -192,7 +194,7 @@ func newWorld(cfg Config) *World {
 	w := &World{
 		cfg: cfg, pol: pol, def: resources.For("sim", pol), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
 		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{}, foreign: map[string]bool{},
-		Counts: map[string]int{},
+		Counts: map[string]int{}, round: -1,
 	}
 	w.bucket = NewMemBucket(func() time.Time { return time.UnixMilli(w.t) })
 	w.bucket.Faults = func(op, key string) Fault {

@@ -1,0 +1,83 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// CorruptPart is a manifest part that fails verification.
+type CorruptPart struct {
+	Key     string `json:"key"`
+	Version uint64 `json:"version"` // the root that references it (the newest)
+	Error   string `json:"error"`
+}
+
+// verifyParts reads and verifies every part of the walked lineage and of
+// the roots above the head that this sweep has not read yet: a corrupt
+// part is reported (ManifestPartCorrupt, the plan, status) whether or not
+// a candidate fell in its key range. Memory: one part at a time. A corrupt
+// part of a root a token may open (the head, a retained root, a root above
+// the head) refuses the collection (GCRefused manifest, alarmed). A root
+// no token can open is only being trimmed: a part of it already gone is
+// the trim in progress (parts go before their root), and a corrupt one is
+// reported but refuses nothing (the trim deletes it).
+func (pl planner) verifyParts(ctx context.Context, v *view, fr *frame, p *Plan) error {
+	seen := map[string]bool{}
+	refused := 0
+	check := func(m *contract.Manifest, trimmable bool) error {
+		for _, ref := range m.Parts {
+			if seen[ref.Key] || pl.lin.Verified(ref.Key) {
+				continue
+			}
+			seen[ref.Key] = true
+			err := pl.lin.VerifyPart(ctx, ref)
+			switch {
+			case err == nil || (trimmable || m.Version > v.walk.Head.Version) && errors.Is(err, store.ErrNotFound):
+			case definite(err):
+				p.CorruptParts = append(p.CorruptParts, CorruptPart{Key: ref.Key, Version: m.Version, Error: err.Error()})
+				if !trimmable {
+					refused++
+				}
+			default:
+				return fmt.Errorf("gc of %s: verify part %s: %w", v.c, ref.Key, err)
+			}
+		}
+		return nil
+	}
+	for i := range v.walk.Roots {
+		if err := check(&v.walk.Roots[i], i > 0 && !fr.retained[i]); err != nil {
+			return err
+		}
+	}
+	for i := range v.above {
+		// A root above the head is nobody's lineage now: a part of it that
+		// is gone (trimmed while it was not protected) protects nothing.
+		if err := check(&v.above[i], fr.aboveUntil[i] <= fr.now); err != nil {
+			return err
+		}
+	}
+	if refused > 0 {
+		return refuse(v.c, RefusedManifest, fmt.Errorf("%d manifest parts fail verification (first: %s: %s)", len(p.CorruptParts), p.CorruptParts[0].Key, p.CorruptParts[0].Error))
+	}
+	return nil
+}
+
+// partFailed turns a lineage error into the sweep's answer, recording a
+// part that failed verification while a candidate was judged.
+func (p *Plan) partFailed(c string, err error) error {
+	var de *contract.DecodeError
+	var ce *contract.ChecksumError
+	switch {
+	case errors.As(err, &de) && de.Doc == "manifest part":
+		p.CorruptParts = append(p.CorruptParts, CorruptPart{Key: de.Where, Error: err.Error()})
+	case errors.As(err, &ce) && contract.IsManifestKey(c, ce.Where):
+		if _, root := contract.RootVersion(c, ce.Where); !root {
+			p.CorruptParts = append(p.CorruptParts, CorruptPart{Key: ce.Where, Error: err.Error()})
+		}
+	}
+	return lineageErr(c, err)
+}

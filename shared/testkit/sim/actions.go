@@ -5,7 +5,13 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/compact"
@@ -16,6 +22,8 @@ import (
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/core/segment"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
+	"github.com/searchfabric/bcc/shared/lambda/app"
+	"github.com/searchfabric/bcc/shared/lambda/handler"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
@@ -26,32 +34,38 @@ func (w *World) gcConfig() gc.Config { return gc.ConfigFrom(w.pol, w.cfg.Guards)
 func (w *World) compactionPolicy() compact.Policy { return compact.PolicyFrom(w.pol.Compaction) }
 
 func (w *World) gcReadPorts() gc.ReadPorts {
-	return gc.ReadPorts{Objects: gcBucket{w.bucket}, Lister: gcBucket{w.bucket}, Memory: w.state, Facts: w.ccs,
-		Watermark: gc.WatermarkObject{Objects: gcBucket{w.bucket}, Key: WatermarkKey}}
+	data := app.GCBucket{B: w.bucket}
+	return gc.ReadPorts{Objects: data, Lister: data, Memory: w.state, Facts: w.ccs,
+		Watermark: gc.WatermarkObject{Objects: data, Key: WatermarkKey}}
 }
 
 // ---------------------------------------------------------------------------
-// The coordinator's functions, each one invocation of the real use case.
+// The coordinator's functions: each invocation is the real Lambda handler
+// over the real use case, wired as the functions wire it (package app), with
+// the shipped adapters (awsio) over the simulated AWS (memaws).
 
-func (w *World) observer(now func() time.Time) *observe.Observer {
-	return observe.New(w.bucket, w.state, taskQueue{w}, w.ccs, now, observe.ConfigFrom(w.pol, w.compactionPolicy().Due), nil, nil)
+// observerHandler is the observer function.
+func (w *World) observerHandler(r fnRun) *handler.Observer {
+	uc := observe.New(w.bucket, w.state, w.queues, w.ccs, r.now, observe.ConfigFrom(w.pol, w.compactionPolicy().Due), r.m, r.log)
+	return handler.NewObserver(uc, w.ccs, r.m, r.out, r.now, r.log)
 }
 
 // deliver hands the i-th pending head notification to the observer
-// function. A failed invocation is retried by S3's async invoke at most
-// twice; after that the notification is lost (reconcile recovers it).
+// function as an S3 event. A failed invocation is retried by S3's async
+// invoke at most twice; after that the notification is lost (reconcile
+// recovers it).
 func (w *World) deliver(i int, keep bool) {
 	n := w.notes[i]
 	if !keep {
 		w.notes = slices.Delete(w.notes, i, i+1)
 	}
-	var res observe.Result
-	crashed, err := w.invoke("observer", true, "", func(now func() time.Time) error {
+	var resp handler.ObserverResponse
+	crashed, err := w.invoke(resources.FnObserver, true, "", func(r fnRun) error {
 		var err error
-		res, err = w.observer(now).HandleKey(w.ctx, n.key)
+		resp, err = w.observerHandler(r).Handle(r.ctx, s3Event(w.def.Bucket.Name, n.key, n.seq))
 		return err
 	})
-	w.logf("  observe %s (notification %d): %s v%d tasks=%d crashed=%v err=%v", n.key, n.seq, res.Outcome, res.Version, len(res.Tasks), crashed, err)
+	w.logf("  observe %s (notification %d): %s crashed=%v err=%v", n.key, n.seq, compactJSON(resp.Results), crashed, err)
 	if (crashed || err != nil) && !keep {
 		w.count("notify-failed")
 		if w.rng.IntN(3) > 0 { // async retry; otherwise lost
@@ -61,90 +75,107 @@ func (w *World) deliver(i int, keep bool) {
 }
 
 func (w *World) reconcile() {
-	var rep observe.ReconcileReport
-	crashed, err := w.invoke("reconcile", true, "", func(now func() time.Time) error {
+	var resp handler.ObserverResponse
+	crashed, err := w.invoke(resources.FnObserver, true, "", func(r fnRun) error {
 		var err error
-		rep, err = w.observer(now).Reconcile(w.ctx, w.ccs)
+		resp, err = w.observerHandler(r).Handle(r.ctx, scheduledEvent)
 		return err
 	})
-	w.logf("  reconcile: advanced=%d enqueued=%v failed=%d crashed=%v err=%v", rep.Advanced, rep.Enqueued, len(rep.Failed), crashed, err)
+	w.logf("  reconcile: %s crashed=%v err=%v", compactJSON(resp.Reconcile), crashed, err)
 }
 
-// consume receives one message of queue class and runs its consumer. A
-// message whose consumer failed or crashed stays in flight until its
-// visibility timeout (then it is redelivered, or redriven to the DLQ).
+// consume is the queue's event source mapping: it receives one batch (up
+// to the queue's batch size) and invokes the consumer with it. What the
+// handler does not report failed is deleted; a batch whose invocation
+// failed or crashed stays in flight until its visibility timeout (then it
+// is redelivered, or redriven to the DLQ).
 func (w *World) consume(class string) bool {
-	q := w.queues[class]
-	dlq := len(q.DLQ)
-	m, ok := q.Receive(w.t, w.rng.IntN(8))
-	w.Counts["sqs-dlq"] += len(q.DLQ) - dlq
-	if !ok {
+	url := w.urls[class]
+	def, _ := w.def.Queue(class)
+	dlq := w.sqs.Len(w.dlqs[class])
+	var msgs []sqstypes.Message
+	w.system(func() {
+		out, err := w.sqs.ReceiveMessage(w.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: int32(def.BatchSize)})
+		if err != nil {
+			panic(err) // no faults outside a function: a receive cannot fail
+		}
+		msgs = out.Messages
+	})
+	w.Counts["sqs-dlq"] += w.sqs.Len(w.dlqs[class]) - dlq
+	if len(msgs) == 0 {
 		return false
 	}
-	if m.Receives > 1 {
-		w.count("sqs-redelivered")
+	ev := events.SQSEvent{}
+	var ids []string
+	for _, m := range msgs {
+		if n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"]); n > 1 {
+			w.count("sqs-redelivered")
+		}
+		ids = append(ids, aws.ToString(m.MessageId)+"/r"+m.Attributes["ApproximateReceiveCount"])
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+			Body: aws.ToString(m.Body), Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:" + def.Name, AWSRegion: "us-east-1"})
 	}
-	var what string
-	fn := map[string]string{resources.QueueCompaction: resources.FnCompaction, resources.QueueGC: resources.FnGC, resources.QueueHandoff: resources.FnHandoff}[class]
-	crashed, err := w.invoke(fn, true, class, func(now func() time.Time) error {
+	var resp events.SQSEventResponse
+	crashed, err := w.invoke(def.Consumer, true, class, func(r fnRun) error {
 		var err error
-		what, err = w.runConsumer(class, m, now)
+		resp, err = w.consumer(class, ev.Records[0].Attributes["MessageGroupId"], r).Handle(r.ctx, ev)
 		return err
 	})
-	acked := false
+	acked := 0
 	if !crashed && err == nil {
-		acked = q.Delete(m.ID, m.Receipt)
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		w.system(func() {
+			for _, rec := range ev.Records {
+				if failed[rec.MessageId] {
+					continue
+				}
+				if _, err := w.sqs.DeleteMessage(w.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(rec.ReceiptHandle)}); err != nil {
+					panic(err)
+				}
+				acked++
+			}
+		})
 	}
-	w.logf("  %s msg#%d (receive %d): %s crashed=%v err=%v acked=%v", class, m.ID, m.Receives, what, crashed, err, acked)
+	w.logf("  %s batch %v: crashed=%v err=%v failed=%d acked=%d", class, ids, crashed, err, len(resp.BatchItemFailures), acked)
 	return true
 }
 
-func (w *World) runConsumer(class string, m Message, now func() time.Time) (string, error) {
-	where := fmt.Sprintf("%s-%d", class, m.ID)
+// sqsHandler is an SQS-triggered function's handler.
+type sqsHandler interface {
+	Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
+}
+
+// consumer wires the function consuming class for one invocation of a
+// batch of group's messages.
+func (w *World) consumer(class, group string, r fnRun) sqsHandler {
+	g := w.cfg.Guards
 	switch class {
 	case resources.QueueCompaction:
-		task, err := contract.DecodeTask(where, m.Body)
-		if err != nil {
-			return "malformed", err
-		}
-		cfg := compact.ExecConfigFrom(w.pol, w.cfg.Guards)
+		cfg := compact.ExecConfigFrom(w.pol, g)
 		cfg.Writer = segment.WriterOptions{BlockSize: 96}
-		ex := compact.NewExecutor(w.bucket, lease.New(w.leases, w.cfg.Guards), w.ccs, reporter{w}, now, cfg, nil, nil)
-		holder := fmt.Sprintf("worker-%d", w.invSeq)
-		res, err := ex.Run(w.ctx, task, holder)
-		if task.Kind == contract.KindLifecycleTransition {
-			w.count("transition-" + string(res.Outcome))
-		}
-		return fmt.Sprintf("%s %s v%d by %s: %s %s", task.Kind, task.Collection, task.BaseManifestVersion, holder, res.Outcome, res.Reason), err
+		ex := compact.NewExecutor(w.bucket, checkedLeases{w: w, l: lease.New(w.leases, g)}, w.ccs, w.queues, r.now, cfg, r.m, r.log)
+		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log)
 	case resources.QueueGC:
-		task, err := contract.DecodeTask(where, m.Body)
-		if err != nil {
-			return "malformed", err
-		}
-		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: gcBucket{w.bucket}, Sweeps: w.state, Completions: reporter{w}}
+		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: app.GCBucket{B: w.bucket}, Sweeps: w.state, Completions: w.queues}
+		// Unpaced; a backoff sleep advances the simulated clock while the
+		// world moves on (the collection of a GC batch is its group).
 		sleep := func(ctx context.Context, d time.Duration) error {
 			w.t += d.Milliseconds()
-			w.duringBackoff(task.Collection)
+			w.duringBackoff(group)
 			return ctx.Err()
 		}
-		pacer := gc.NewPacer(0, 0, 3, now, sleep)
-		rep, err := gc.New(ports, w.gcConfig(), pacer, now, sleep, nil, nil).Run(w.ctx, task)
-		return fmt.Sprintf("%s %s v%d: deleted=%d orphans=%d roots=%d parts=%d deferred=%v blocked=%q refused=%q complete=%v unconfirmed=%d",
-			task.Kind, task.Collection, task.BaseManifestVersion, rep.ObjectsDeleted, rep.OrphansDeleted, rep.ManifestsDeleted, rep.PartsDeleted,
-			rep.DeferredByReason, rep.Blocked, rep.Refused, rep.Complete, len(rep.Unconfirmed)), err
-	default:
-		c, err := contract.DecodeCompletion(where, m.Body)
-		if err != nil {
-			return "malformed", err
-		}
-		h := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaimer{w.bucket}, now,
-			handoff.ConfigFrom(w.pol, w.cfg.Guards), nil, nil)
-		res, err := h.Process(w.ctx, c)
-		if c.Kind == contract.KindLifecycleTransition && res.Outcome != "" {
-			w.count("transition-handoff-" + string(res.Outcome))
-		}
-		return fmt.Sprintf("handoff %s %s base v%d: %s v%d %s", c.Kind, c.Collection, c.BaseManifestVersion, res.Outcome, res.Version, res.Reason), err
+		pacer := gc.NewPacer(0, 0, w.pol.GC.BatchSize, r.now, sleep)
+		return handler.NewGC(gc.New(ports, w.gcConfig(), pacer, r.now, sleep, r.m, r.log), r.m, r.out, r.now, r.log)
 	}
+	var reclaim handoff.Reclaimer
+	if !g.AmbiguousReread {
+		reclaim = reclaimer{w.bucket}
+	}
+	uc := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaim, r.now, handoff.ConfigFrom(w.pol, g), r.m, r.log)
+	return handler.NewHandoff(uc, r.m, r.out, r.now, r.log)
 }
 
 // ---------------------------------------------------------------------------
@@ -255,17 +286,17 @@ func (w *World) applyQueuedCutover() {
 // c reference (what GC keeps while those roots exist).
 func (w *World) aboveRefs(c string, head uint64) map[string]bool {
 	out := map[string]bool{}
-	for _, k := range w.bucket.Keys(contract.ManifestsPrefix(c)) {
+	for _, k := range w.s3.Keys(w.def.Bucket.Name, contract.ManifestsPrefix(c)) {
 		if v, ok := contract.RootVersion(c, k); !ok || v <= head {
 			continue
 		}
-		b, _ := w.bucket.Peek(k)
+		b, _ := w.s3.Peek(w.def.Bucket.Name, k)
 		m, err := contract.DecodeManifest(k, b)
 		if err != nil {
 			continue
 		}
 		for _, ref := range m.Parts {
-			pb, ok := w.bucket.Peek(ref.Key)
+			pb, ok := w.s3.Peek(w.def.Bucket.Name, ref.Key)
 			if !ok {
 				continue
 			}
@@ -361,11 +392,11 @@ func (w *World) restoreNewestCutover() {
 
 // intact reports whether v's root, parts and objects all exist.
 func (w *World) intact(v *version) bool {
-	if !w.bucket.Exists(v.rootKey) {
+	if !w.exists(v.rootKey) {
 		return false
 	}
 	for _, k := range append(slices.Clone(v.parts), sortedKeys(v.objects)...) {
-		if !w.bucket.Exists(k) {
+		if !w.exists(k) {
 			return false
 		}
 	}
@@ -398,19 +429,22 @@ func (w *World) operatorConfirms(c string) {
 	}
 	h := col.head()
 	pl := gc.Plan{Collection: c, HeadVersion: h.v, HeadChecksum: h.checksum, RootsAbove: []string{}}
-	for _, k := range w.bucket.Keys(contract.ManifestsPrefix(c)) {
+	for _, k := range w.s3.Keys(w.def.Bucket.Name, contract.ManifestsPrefix(c)) {
 		if v, ok := contract.RootVersion(c, k); ok && v > h.v {
 			pl.RootsAbove = append(pl.RootsAbove, k)
 		}
 	}
-	if st, ok := w.state.items[c]; ok {
+	if st, err := w.state.Get(w.ctx, c); err == nil && st.Version != 0 {
 		pl.HighestObserved, pl.HighestObservedChecksum = st.Version, st.Checksum
 	}
 	conf, ok := gc.ConfirmationFor(pl, "sim-operator", "", time.UnixMilli(w.t))
 	if !ok {
 		return
 	}
-	w.state.ConfirmLineage(conf)
+	if err := w.state.ConfirmLineage(w.ctx, conf); err != nil {
+		w.violate("workload", "the operator's lineage confirmation of %s failed without faults: %v", c, err)
+		return
+	}
 	w.count("lineage-confirmed")
 	w.logf("  operator confirms %s: head v%d is the truth; abandoned roots %v, observed head v%d", c, h.v, conf.AbandonedRoots, conf.AbandonedHeadVersion)
 }
@@ -445,7 +479,7 @@ func (w *World) readerRead() {
 	}
 	k := keys[w.rng.IntN(len(keys))]
 	w.count("reader-reads")
-	if !w.bucket.Exists(k) {
+	if !w.exists(k) {
 		w.violate("pinned-delete", "reader of %s v%d cannot read %s", r.c, r.v, k)
 	}
 }
@@ -496,8 +530,9 @@ func (w *World) watermarkAction() {
 }
 
 func (w *World) wipe() {
-	w.state.Wipe()
-	w.leases.Wipe()
+	if err := w.ddb.Clear(w.def.Table.Name); err != nil {
+		panic(err)
+	}
 	w.count("wipe")
 	w.logf("  coordinator state wiped (observed state + leases)")
 }
@@ -593,11 +628,10 @@ func (w *World) stepActions() []action {
 		{10, "consume-handoff", func() { w.consume(resources.QueueHandoff) }},
 		{2, "duplicate-message", func() {
 			class := w.pick([]string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff})
-			if q := w.queues[class]; q.Len() > 0 {
-				m := q.Duplicate(w.rng.IntN(q.Len()))
-				m.DedupID = ""
+			if n := w.sqs.Len(w.urls[class]); n > 0 {
+				id := w.sqs.Duplicate(w.urls[class], w.rng.IntN(n))
 				w.count("sqs-duplicated")
-				w.logf("  %s message duplicated as msg#%d", class, m.ID)
+				w.logf("  %s message duplicated as %s", class, id)
 			}
 		}},
 		{12, "advance", func() {
@@ -688,11 +722,11 @@ func (w *World) nested(outer *invocation, op, key string) {
 	}
 	if outer.queue != "" {
 		acts = append(acts, action{4, "takeover", func() {
-			q := w.queues[outer.queue]
+			q, _ := w.def.Queue(outer.queue)
 			if outer.noHeadMoves && outer.queue == resources.QueueHandoff {
 				return
 			}
-			d := q.Visibility + time.Duration(w.rng.IntN(30)+1)*time.Second
+			d := q.VisibilityTimeout + time.Duration(w.rng.IntN(30)+1)*time.Second
 			w.advance(d)
 			w.count("takeover")
 			w.logf("   >> inside %s at %s %s: time advances %s; another worker receives from %s", outer.name, op, key, d, outer.queue)
@@ -837,7 +871,7 @@ func (w *World) drain() {
 		}
 		next := int64(0)
 		for _, c := range classes {
-			if t := w.queues[c].NextVisible(w.t); t > 0 && (next == 0 || t < next) {
+			if t := w.sqs.NextVisible(w.urls[c]).UnixMilli(); t > 0 && (next == 0 || t < next) {
 				next = t
 			}
 		}
@@ -851,12 +885,11 @@ func (w *World) drain() {
 // checkConverged is invariant (e): once faults stop, all debt converges.
 func (w *World) checkConverged() {
 	for _, class := range []string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff} {
-		q := w.queues[class]
-		if q.Len() > 0 {
-			w.violate("converged", "%s queue still holds %d messages after the quiescent phase", class, q.Len())
+		if n := w.sqs.Len(w.urls[class]); n > 0 {
+			w.violate("converged", "%s queue still holds %d messages after the quiescent phase", class, n)
 			return
 		}
-		for _, m := range q.DLQ {
+		for _, m := range w.sqs.Messages(w.dlqs[class]) {
 			var err error
 			if class == resources.QueueHandoff {
 				_, err = contract.DecodeCompletion("dlq", m.Body)
@@ -881,7 +914,11 @@ func (w *World) checkConverged() {
 			// debt of the head. Due with work left for the executor is
 			// stuck work; the executor's planner may also see jobs the
 			// observer's summary-based model does not trigger (counted).
-			st := w.state.items[c]
+			st, err := w.state.Get(w.ctx, c)
+			if err != nil {
+				w.violate("converged", "read observed state of %s: %v", c, err)
+				return
+			}
 			jobs := compact.Plan(snap, w.compactionPolicy(), time.UnixMilli(w.t))
 			switch {
 			case st.Version != h.v:
@@ -918,13 +955,13 @@ func (w *World) checkConverged() {
 		// still exists.
 		var live []string
 		for _, cd := range pl.Delete {
-			if w.bucket.Exists(cd.Entry.Key) {
+			if w.exists(cd.Entry.Key) {
 				live = append(live, cd.Entry.Key)
 			}
 		}
 		trim := 0
 		for _, st := range pl.Trim {
-			if w.bucket.Exists(st.RootKey) {
+			if w.exists(st.RootKey) {
 				trim++
 			}
 		}
@@ -937,7 +974,7 @@ func (w *World) checkConverged() {
 		// tombstoned) its objects; never-committed manifests are the
 		// publisher's and are only counted.
 		above := w.aboveRefs(c, h.v)
-		for _, k := range w.bucket.Keys(contract.CollectionPrefix(c)) {
+		for _, k := range w.s3.Keys(w.def.Bucket.Name, contract.CollectionPrefix(c)) {
 			_, inHead := h.objects[k]
 			switch {
 			case k == contract.HeadKey(c) || k == h.rootKey || slices.Contains(h.parts, k):

@@ -1,29 +1,41 @@
 // Package sim is the coordinator's deterministic fault simulation, in the
 // style of SlateDB's deterministic simulation and TigerBeetle's VOPR: one
 // seed drives one PCG stream that decides every step of a schedule over the
-// REAL use cases (observe, compact, lease, handoff, gc) and the owners'
-// stand-ins (the stand-in publisher over an in-memory S3, an in-memory CCS
-// and watermark), with faults injected at every port call and invariants
-// checked after every step. Any failure replays from its seed.
+// SHIPPED code — the Lambda handlers (shared/lambda/handler), the use cases
+// (observe, compact, lease, handoff, gc) and the AWS adapters
+// (shared/adapters/awsio: Bucket, ObservedTable, LeaseTable, FIFOQueues) —
+// over in-memory AWS with AWS's semantics (shared/testkit/memaws: one store
+// per service, DynamoDB conditions evaluated by minidyn), and the owners'
+// stand-ins (the stand-in publisher, an in-memory CCS and watermark), with
+// faults injected at every AWS call and invariants checked after every
+// step. Any failure replays from its seed.
 //
-// Ports have AWS semantics: MemBucket (S3 conditional writes, DeleteObjects),
-// Queue (SQS FIFO groups, dedup window, visibility, DLQ), StateStore and
-// LeaseStore (DynamoDB conditional writes), CCS (idempotent intents).
+// The simulator is the platform: it delivers head notifications to the
+// observer handler as S3 events, runs reconciliation as the scheduled
+// event, and is each queue's event source mapping (receive a batch of the
+// queue's batch size, invoke the consumer's handler, delete what it did not
+// report failed). Functions are wired from the simulated policy (Policy)
+// as the functions wire themselves; only the compaction executor's lease
+// port is wrapped, to check the lease contract from outside.
 //
-// Faults: crashes before and after every port call (the invocation dies; its
-// message stays in flight until the visibility timeout), throttling,
-// ambiguous writes in both directions (applied but reported failed; not
-// applied and reported unknown), cutover transport timeouts, lost,
-// duplicated, delayed and reordered head notifications, duplicated and
-// redelivered queue messages, DLQ redrive, lease expiry and takeover in the
-// middle of a task, concurrent appends (publisher CAS conflicts) in the
+// Faults: crashes before and after every AWS call (the invocation dies; its
+// batch stays in flight until the visibility timeout), throttling, writes
+// refused with a timeout or a 500, writes applied whose answer is lost (a
+// timeout, a 500, or the SDK's retry answering instead: a conditional
+// write then fails on the caller's own first attempt), cutover transport
+// timeouts and a publisher that queues cutovers and applies them late,
+// lost, duplicated, delayed and reordered head notifications, duplicated
+// and redelivered queue messages, DLQ redrive, lease expiry and takeover in
+// the middle of a task, concurrent appends (publisher CAS conflicts) in the
 // middle of a task, wipes of the coordinator's state, a stalled, regressed,
-// corrupt or missing watermark, readers holding versions, clock skew
-// between functions (bounded by ClockSkew), CCS facts changes and
-// tombstones.
+// corrupt or missing watermark, readers holding versions, other writers'
+// uploads, clock skew between functions (bounded by the policy's
+// ClockSkew), CCS facts changes and tombstones.
 //
 // Invariants: pinned-delete (a), stale-cutover / delete-gain (b), readable
-// (c), release-dependencies (d), converged (e), plus lease-exclusive (the
-// lease contract) and debt-indexed (outstanding debt stays findable from the
-// head: no leaked committed object).
+// (c), release-dependencies (d), converged (e), foreign-delete, plus
+// lease-exclusive (the lease contract, observed on the table's writes and
+// on what a worker is told it holds) and debt-indexed (outstanding debt
+// stays findable from the head: no leaked committed object). Checks read
+// the in-memory stores directly, never through a faulted call.
 package sim

@@ -1,84 +1,13 @@
 package sim
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/searchfabric/bcc/shared/guard"
-	"github.com/searchfabric/bcc/shared/store"
 )
-
-// The FIFO queue against the documented SQS FIFO semantics.
-func TestQueueFIFOSemantics(t *testing.T) {
-	q := newQueue("q", time.Minute, 2)
-	now := int64(1_000_000)
-	if !q.Send(now, "a", "a1", []byte("a1")) || !q.Send(now, "a", "a2", []byte("a2")) || !q.Send(now, "b", "b1", []byte("b1")) {
-		t.Fatal("first sends must be accepted")
-	}
-	if q.Send(now+1000, "a", "a1", []byte("again")) {
-		t.Fatal("a dedup id inside the 5-minute window must collapse")
-	}
-	m, ok := q.Receive(now, 0)
-	if !ok || string(m.Body) != "a1" {
-		t.Fatalf("group order: got %q", m.Body)
-	}
-	// Group a is blocked while a1 is in flight; b is not.
-	if g := q.receivableGroups(now); !slices.Equal(g, []string{"b"}) {
-		t.Fatalf("receivable groups while a1 is in flight: %v", g)
-	}
-	// Visibility timeout: a1 comes back with a new receipt; the old one no longer deletes.
-	later := now + time.Minute.Milliseconds()
-	m2, ok := q.Receive(later, 0)
-	if !ok || m2.ID != m.ID || m2.Receives != 2 {
-		t.Fatalf("redelivery after the visibility timeout: %+v", m2)
-	}
-	if q.Delete(m.ID, m.Receipt) {
-		t.Fatal("a stale receipt must not delete")
-	}
-	// Third receive exceeds maxReceive=2: a1 goes to the DLQ, a2 is next.
-	m3, ok := q.Receive(later+time.Minute.Milliseconds(), 0)
-	if !ok || string(m3.Body) != "a2" || len(q.DLQ) != 1 {
-		t.Fatalf("redrive to DLQ: got %q, dlq %d", m3.Body, len(q.DLQ))
-	}
-	if !q.Delete(m3.ID, m3.Receipt) {
-		t.Fatal("the latest receipt deletes")
-	}
-	// After the window the same dedup id is accepted again.
-	if !q.Send(now+DedupWindow.Milliseconds(), "a", "a1", []byte("a1")) {
-		t.Fatal("a dedup id after the window must be accepted")
-	}
-}
-
-// MemBucket keeps S3's conditional-write semantics.
-func TestMemBucketConditionalWrites(t *testing.T) {
-	ctx := context.Background()
-	b := NewMemBucket(time.Now)
-	etag, err := b.PutIfAbsent(ctx, "k", []byte("1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.PutIfAbsent(ctx, "k", []byte("2")); !errors.Is(err, store.ErrPreconditionFailed) {
-		t.Fatalf("If-None-Match on an existing key: %v", err)
-	}
-	if _, err := b.PutIfMatch(ctx, "k", []byte("2"), "stale"); !errors.Is(err, store.ErrPreconditionFailed) {
-		t.Fatalf("stale If-Match: %v", err)
-	}
-	if _, err := b.PutIfMatch(ctx, "missing", []byte("2"), etag); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("If-Match on a missing key: %v", err)
-	}
-	if _, err := b.PutIfMatch(ctx, "k", []byte("2"), etag); err != nil {
-		t.Fatal(err)
-	}
-	res, err := b.DeleteBatch(ctx, []string{"k", "never"})
-	if err != nil || len(res.Deleted) != 2 {
-		t.Fatalf("a missing key counts as deleted: %+v %v", res, err)
-	}
-}
 
 // One seed is one schedule: the same seed replays the same run.
 func TestSeedReplaysIdentically(t *testing.T) {

@@ -3,19 +3,25 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
-	"github.com/searchfabric/bcc/shared/core/lease"
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
 	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/metrics"
 	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
+	"github.com/searchfabric/bcc/shared/testkit/memaws"
 )
 
 // Policy is the simulated deployment's policy: production's defaults
@@ -134,14 +140,23 @@ type World struct {
 	ctx   context.Context
 	quiet bool
 
-	bucket *MemBucket
-	pub    *publisher.Publisher
-	late   *publisher.Publisher // applies queued cutovers late (base CAS, as a real publisher)
-	gen    *workload.Generator
-	ccs    *CCS
-	state  *StateStore
-	leases *LeaseStore
-	queues map[string]*Queue
+	// The simulated AWS: one in-memory store per service (memaws), reached
+	// through the shipped adapters (awsio) by every function and owner.
+	s3     *memaws.S3
+	ddb    *memaws.Dynamo
+	sqs    *memaws.SQS
+	bucket *awsio.Bucket        // the data bucket
+	peek   peekObjects          // the data bucket without faults or hooks (invariant checks)
+	state  *awsio.ObservedTable // the coordinator table's observed state
+	leases *awsio.LeaseTable    // ... and its leases
+	queues *awsio.FIFOQueues
+	urls   map[string]string // queue class -> queue URL
+	dlqs   map[string]string // queue class -> DLQ URL
+
+	pub  *publisher.Publisher
+	late *publisher.Publisher // applies queued cutovers late (base CAS, as a real publisher)
+	gen  *workload.Generator
+	ccs  *CCS
 
 	cols     map[string]*collection
 	colNames []string
@@ -172,7 +187,7 @@ type World struct {
 
 // faultKinds are the fault counters reported even when zero.
 var FaultKinds = []string{
-	"crash-before", "crash-after", "throttle", "ambiguous-applied", "ambiguous-lost",
+	"crash-before", "crash-after", "throttle", "ambiguous-applied", "ambiguous-lost", "applied-retried",
 	"cutover-timeout-before", "cutover-timeout-after",
 	"notify-duplicated", "notify-dropped", "notify-reordered", "notify-failed",
 	"sqs-duplicated", "sqs-redelivered", "sqs-dlq", "sqs-dedup-collapsed",
@@ -196,25 +211,24 @@ func newWorld(cfg Config) *World {
 		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{}, foreign: map[string]bool{},
 		Counts: map[string]int{}, round: -1,
 	}
-	w.bucket = NewMemBucket(func() time.Time { return time.UnixMilli(w.t) })
-	w.bucket.Faults = func(op, key string) Fault {
-		return w.fault(op, key, op == "put" || op == "put-if-match" || op == "put-if-absent" || op == "delete-batch" || op == "delete")
+	now := func() time.Time { return time.UnixMilli(w.t) }
+	w.s3, w.ddb, w.sqs = memaws.NewS3(now), memaws.NewDynamo(), memaws.NewSQS(now)
+	w.s3.MaxPageKeys = 4 // small pages, so that every listing pages
+	w.s3.Hooks = memaws.Hooks{Fault: w.awsFault, Applied: w.s3Applied}
+	w.ddb.Hooks = memaws.Hooks{Fault: w.awsFault, Applied: w.ddbApplied}
+	w.sqs.Hooks = memaws.Hooks{Fault: w.awsFault, Applied: w.sqsApplied}
+	w.sqs.Pick = func(n int) int { return w.rng.IntN(8) % n }
+	if err := w.provision(); err != nil {
+		panic(err) // a programming error: provisioning an empty in-memory AWS cannot fail
 	}
-	w.bucket.Applied = w.applied
-	w.pub = publisher.New(w.bucket, func() time.Time { return time.UnixMilli(w.t) }, publisher.Options{MaxPartObjects: 3, AcceptRebase: true}, nil)
-	w.late = publisher.New(w.bucket, func() time.Time { return time.UnixMilli(w.t) }, publisher.Options{MaxPartObjects: 3, OutputsChecked: true}, nil)
+	w.pub = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, AcceptRebase: true}, nil)
+	w.late = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, OutputsChecked: true}, nil)
 	w.ccs = newCCS(w)
-	w.state = newStateStore(w)
-	w.leases = &LeaseStore{w: w, mem: lease.NewMemory()}
-	w.queues = map[string]*Queue{}
-	for _, q := range w.def.Queues {
-		w.queues[q.Class] = newQueue(q.Class, q.VisibilityTimeout, q.MaxReceiveCount)
-	}
 	// Per-seed intensity: some seeds are calm, some are storms.
 	w.faultRate = []float64{0, 0.01, 0.03, 0.06, 0.1}[w.rng.IntN(5)]
 	w.nestRate = []float64{0, 0.03, 0.08}[w.rng.IntN(3)]
 	w.slowPub = w.rng.IntN(4) == 0
-	w.gen = workload.New(w.pub, nil, w.bucket, func() time.Time { return time.UnixMilli(w.t) }, w.rng.Uint64(), workload.Options{
+	w.gen = workload.New(w.pub, nil, w.bucket, now, w.rng.Uint64(), workload.Options{
 		RecordsPerCommit: 2 + w.rng.IntN(5), KeySpace: 6 + w.rng.IntN(12), DeleteFraction: 0.1 + 0.3*w.rng.Float64(), PayloadBytes: 6,
 	})
 	return w
@@ -223,6 +237,21 @@ func newWorld(cfg Config) *World {
 // ---------------------------------------------------------------------------
 // Invocations, clocks and faults.
 
+// Fault is what the fault plan decides for one call.
+type Fault int
+
+// Faults a call can suffer.
+const (
+	FaultNone          Fault = iota
+	FaultAmbiguousDone       // applied, but the caller does not learn the outcome
+	FaultAmbiguousLost       // not applied, and the caller does not learn the outcome
+	FaultThrottle            // not applied; throttled
+)
+
+// Crash is panicked by a call to kill the calling function at that point;
+// the simulator recovers it and treats the invocation as lost.
+type Crash struct{ Where string }
+
 func (w *World) top() *invocation {
 	if len(w.stack) == 0 {
 		return nil
@@ -230,9 +259,21 @@ func (w *World) top() *invocation {
 	return w.stack[len(w.stack)-1]
 }
 
-// invoke runs fn as one function invocation with its own skewed clock.
-// A Crash panicked by a port ends the invocation (crashed = true).
-func (w *World) invoke(name string, faults bool, queue string, fn func(now func() time.Time) error) (crashed bool, err error) {
+// fnRun is what one invocation of a function gets: its skewed clock, a
+// context carrying its request id (the handlers name lease holders by it),
+// its metrics (EMF lines counted into Counts as "m:<name>") and a logger
+// writing into the trace.
+type fnRun struct {
+	now func() time.Time
+	ctx context.Context
+	m   *metrics.Recorder
+	out io.Writer
+	log *slog.Logger
+}
+
+// invoke runs fn as one invocation of function name with its own skewed
+// clock. A Crash panicked by a call ends the invocation (crashed = true).
+func (w *World) invoke(name string, faults bool, queue string, fn func(r fnRun) error) (crashed bool, err error) {
 	w.invSeq++
 	inv := &invocation{name: fmt.Sprintf("%s#%d", name, w.invSeq), faults: faults && !w.quiet, queue: queue}
 	skew := w.pol.ClockSkew.Ms()
@@ -258,9 +299,21 @@ func (w *World) invoke(name string, faults bool, queue string, fn func(now func(
 			w.logf("    %s crashed at %s", inv.name, c.Where)
 		}
 	}()
-	now := func() time.Time { return time.UnixMilli(w.t + inv.skewMs) }
-	err = fn(now)
+	r := fnRun{
+		now: func() time.Time { return time.UnixMilli(w.t + inv.skewMs) },
+		ctx: lambdacontext.NewContext(w.ctx, &lambdacontext.LambdaContext{AwsRequestID: inv.name}),
+		m:   metrics.New(name), out: emfCounter{w}, log: slog.New(traceLog{w: w}),
+	}
+	err = fn(r)
 	return false, err
+}
+
+// system runs fn as the platform (an event source mapping's receives and
+// deletes): no faults, no crashes.
+func (w *World) system(fn func()) {
+	w.stack = append(w.stack, &invocation{name: "platform"})
+	defer func() { w.stack = w.stack[:len(w.stack)-1] }()
+	fn()
 }
 
 // fault decides what one port call of the running invocation suffers. It
@@ -294,6 +347,27 @@ func (w *World) fault(op, key string, write bool) Fault {
 		return FaultAmbiguousLost
 	}
 	return FaultNone
+}
+
+// awsFault is the fault plan of every simulated AWS call: the sim's fault
+// decided for the running invocation, answered the way the SDK answers it
+// (a refused write times out or fails with a 500; an applied one loses its
+// answer to a timeout or a 500, or is retried by the SDK, which answers
+// instead).
+func (w *World) awsFault(c memaws.Call) memaws.Fault {
+	switch w.fault(c.Op, c.Resource+"/"+c.Key, c.Write) {
+	case FaultThrottle:
+		return memaws.Throttle
+	case FaultAmbiguousLost:
+		return []memaws.Fault{memaws.Timeout, memaws.ServerError}[w.rng.IntN(2)]
+	case FaultAmbiguousDone:
+		f := []memaws.Fault{memaws.AppliedTimeout, memaws.AppliedServerError, memaws.AppliedRetried}[w.rng.IntN(3)]
+		if f == memaws.AppliedRetried {
+			w.count("applied-retried")
+		}
+		return f
+	}
+	return memaws.None
 }
 
 // afterWrite may kill the running invocation just after a write took effect.
@@ -330,12 +404,32 @@ func (w *World) violate(inv, format string, args ...any) {
 // ---------------------------------------------------------------------------
 // Bookkeeping from the bucket: head writes and deletes.
 
-func (w *World) applied(op, key string, body []byte) {
-	if op == "delete" {
-		w.onDelete(key)
-	} else if c, ok := contract.CollectionOfHeadKey(key); ok {
-		w.onHead(c, body)
+// s3Applied keeps the books of the data bucket (head writes, deletes) and
+// may crash the writer just after its write.
+func (w *World) s3Applied(ch memaws.Change) {
+	if ch.Resource == w.def.Bucket.Name {
+		for _, k := range ch.Deleted {
+			w.onDelete(k)
+		}
+		if c, ok := contract.CollectionOfHeadKey(ch.Key); ok && ch.Body != nil {
+			w.onHead(c, ch.Body)
+		}
 	}
+	w.afterWrite(ch.Op, ch.Key)
+}
+
+// ddbApplied checks the lease contract on every lease write that took
+// effect and may crash the writer just after it.
+func (w *World) ddbApplied(ch memaws.Change) {
+	w.checkLeaseWrite(ch)
+	w.afterWrite(ch.Op, ch.Key)
+}
+
+// sqsApplied counts deduplicated sends and may crash the sender just after
+// its send.
+func (w *World) sqsApplied(ch memaws.Change) {
+	w.Counts["sqs-dedup-collapsed"] += ch.Deduplicated
+	w.afterWrite(ch.Op, ch.Resource)
 }
 
 func (w *World) onHead(c string, body []byte) {
@@ -353,7 +447,7 @@ func (w *World) onHead(c string, body []byte) {
 		w.onRegression(col, head)
 		return
 	}
-	rb, ok := w.bucket.Peek(head.ManifestKey)
+	rb, ok := w.s3.Peek(w.def.Bucket.Name, head.ManifestKey)
 	if !ok {
 		w.violate("head-valid", "head of %s names missing root %s", c, head.ManifestKey)
 		return
@@ -366,7 +460,7 @@ func (w *World) onHead(c string, body []byte) {
 	v := &version{v: head.Version, rootKey: head.ManifestKey, checksum: head.ManifestChecksum, root: root,
 		objects: map[string]contract.ObjectEntry{}, commitTs: root.CommitTsUnixMs}
 	for _, ref := range root.Parts {
-		pb, ok := w.bucket.Peek(ref.Key)
+		pb, ok := w.s3.Peek(w.def.Bucket.Name, ref.Key)
 		if !ok {
 			w.violate("head-valid", "root %s names missing part %s", head.ManifestKey, ref.Key)
 			return
@@ -537,7 +631,7 @@ func (w *World) checkReleaseDependencies(req contract.ReleaseIntentRequest) {
 		return
 	}
 	h := col.head()
-	for _, k := range w.bucket.Keys(contract.CollectionPrefix(req.Collection)) {
+	for _, k := range w.s3.Keys(w.def.Bucket.Name, contract.CollectionPrefix(req.Collection)) {
 		if k == contract.HeadKey(req.Collection) || k == h.rootKey || slices.Contains(h.parts, k) {
 			continue
 		}
@@ -572,7 +666,7 @@ func (w *World) checkStep() {
 		}
 		v := r.ver
 		for k := range v.objects {
-			if !w.bucket.Exists(k) {
+			if !w.exists(k) {
 				w.violate("pinned-delete", "reader of %s v%d cannot read %s", r.c, r.v, k)
 				return
 			}
@@ -583,7 +677,7 @@ func (w *World) checkStep() {
 // checkReadable is invariant (c): every key reads as its latest write from
 // the committed head.
 func (w *World) checkReadable(col *collection) {
-	got, _, err := workload.Read(w.ctx, lineage.New(w.bucket, 64), w.bucket, col.name)
+	got, _, err := workload.Read(w.ctx, lineage.New(w.peek, 64), w.peek, col.name)
 	if err != nil {
 		w.violate("readable", "read %s from its head: %v", col.name, err)
 		return
@@ -605,7 +699,7 @@ func (w *World) checkIndexed(col *collection) {
 	for k := range h.objects {
 		indexed[k] = true
 	}
-	for v := h; v != nil && w.bucket.Exists(v.rootKey); v = col.byVersion[v.root.ParentVersion] {
+	for v := h; v != nil && w.exists(v.rootKey); v = col.byVersion[v.root.ParentVersion] {
 		reach[v.rootKey] = true
 		for _, p := range v.parts {
 			reach[p] = true
@@ -621,7 +715,7 @@ func (w *World) checkIndexed(col *collection) {
 		}
 	}
 	for _, k := range sortedKeys(col.committed) {
-		if w.deleted[k] || !w.bucket.Exists(k) || col.abandoned[k] && !indexed[k] && !reach[k] {
+		if w.deleted[k] || !w.exists(k) || col.abandoned[k] && !indexed[k] && !reach[k] {
 			continue // abandoned by a head regression: not the head lineage's debt
 		}
 		if contract.IsDataKey(col.name, k) {

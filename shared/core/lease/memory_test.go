@@ -9,8 +9,10 @@ import (
 	"github.com/searchfabric/bcc/shared/store"
 )
 
-// Memory is an in-memory Store with the same conditions as the DynamoDB
-// adapter (for unit tests and simulations).
+// Memory is an in-memory Store with the DynamoDB adapter's conditions, for
+// this package's unit tests only: the simulation and the end-to-end tests
+// run the real adapter (awsio.LeaseTable) over in-memory or embedded
+// DynamoDB, so this copy is never what proves the adapter.
 type Memory struct {
 	mu    sync.Mutex
 	items map[string]State

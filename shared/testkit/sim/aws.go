@@ -1,0 +1,213 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/awslimit"
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/store"
+	"github.com/searchfabric/bcc/shared/testkit/memaws"
+)
+
+// provision creates the deployment's bucket, table and queues in the
+// in-memory AWS (as localaws.Provision does on the embedded stack), and
+// the shipped adapters over them.
+func (w *World) provision() error {
+	d := w.def
+	if _, err := w.s3.CreateBucket(w.ctx, &s3.CreateBucketInput{Bucket: aws.String(d.Bucket.Name)}); err != nil {
+		return err
+	}
+	_, err := w.ddb.CreateTable(w.ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(d.Table.Name), BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(d.Table.PartitionKey), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(d.Table.SortKey), AttributeType: ddbtypes.ScalarAttributeTypeS}},
+		KeySchema: []ddbtypes.KeySchemaElement{{AttributeName: aws.String(d.Table.PartitionKey), KeyType: ddbtypes.KeyTypeHash},
+			{AttributeName: aws.String(d.Table.SortKey), KeyType: ddbtypes.KeyTypeRange}},
+	})
+	if err != nil {
+		return err
+	}
+	w.urls, w.dlqs = map[string]string{}, map[string]string{}
+	for _, q := range d.Queues {
+		dlq, err := w.sqs.CreateQueue(w.ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.DLQName), Attributes: map[string]string{"FifoQueue": "true"}})
+		if err != nil {
+			return err
+		}
+		out, err := w.sqs.CreateQueue(w.ctx, &sqs.CreateQueueInput{QueueName: aws.String(q.Name), Attributes: map[string]string{
+			"FifoQueue": "true", "VisibilityTimeout": strconv.Itoa(int(q.VisibilityTimeout / time.Second)),
+			"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:%s","maxReceiveCount":%d}`, q.DLQName, q.MaxReceiveCount),
+		}})
+		if err != nil {
+			return err
+		}
+		w.urls[q.Class], w.dlqs[q.Class] = aws.ToString(out.QueueUrl), aws.ToString(dlq.QueueUrl)
+	}
+	w.bucket = awsio.NewBucket(w.s3, d.Bucket.Name)
+	w.peek = peekObjects{s3: w.s3, bucket: d.Bucket.Name}
+	w.state = awsio.NewObservedTable(w.ddb, d.Table.Name)
+	w.leases = awsio.NewLeaseTable(w.ddb, d.Table.Name)
+	w.queues = awsio.NewFIFOQueues(w.sqs, w.urls)
+	return nil
+}
+
+// exists reports whether a data bucket key exists (no faults, no hooks).
+func (w *World) exists(key string) bool { return w.s3.Exists(w.def.Bucket.Name, key) }
+
+// peekObjects reads the data bucket without faults or hooks, for the
+// invariant checks (they observe; they are not a function).
+type peekObjects struct {
+	s3     *memaws.S3
+	bucket string
+}
+
+func (p peekObjects) Get(_ context.Context, key string) ([]byte, error) {
+	b, ok := p.s3.Peek(p.bucket, key)
+	if !ok {
+		return nil, fmt.Errorf("peek %s: %w", key, store.ErrNotFound)
+	}
+	return b, nil
+}
+
+func (p peekObjects) Size(ctx context.Context, key string) (int64, error) {
+	b, err := p.Get(ctx, key)
+	return int64(len(b)), err
+}
+
+func (p peekObjects) ReaderAt(_ context.Context, key string, _ int64) io.ReaderAt {
+	b, _ := p.s3.Peek(p.bucket, key)
+	return bytes.NewReader(b)
+}
+
+// ---------------------------------------------------------------------------
+// The lease contract, checked from outside: on the writes the table
+// accepted, and on what a worker believes it holds.
+
+// leaseItem is a lease record as stored (read here independently of the
+// adapter's decoding, so that a misreading adapter cannot hide it).
+type leaseItem struct {
+	epoch            uint64
+	holder           string
+	expiry, acquired int64
+	done             bool
+}
+
+func decodeLeaseItem(it map[string]ddbtypes.AttributeValue) (leaseItem, bool) {
+	if len(it) == 0 {
+		return leaseItem{}, false
+	}
+	n := func(k string) int64 {
+		if v, ok := it[k].(*ddbtypes.AttributeValueMemberN); ok {
+			x, _ := strconv.ParseInt(v.Value, 10, 64)
+			return x
+		}
+		return 0
+	}
+	var l leaseItem
+	l.epoch, l.expiry, l.acquired = uint64(n("epoch")), n("expiry"), n("acquired_at")
+	if v, ok := it["holder"].(*ddbtypes.AttributeValueMemberS); ok {
+		l.holder = v.Value
+	}
+	if v, ok := it["done"].(*ddbtypes.AttributeValueMemberBOOL); ok {
+		l.done = v.Value
+	}
+	return l, true
+}
+
+func leaseKey(taskID string) map[string]ddbtypes.AttributeValue {
+	return map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "TASK#" + taskID}, "sk": &ddbtypes.AttributeValueMemberS{Value: "LEASE"}}
+}
+
+// checkLeaseWrite: a lease write the table accepted never takes a live or
+// finished lease (a new epoch over a record that was done, or whose expiry
+// was after the new holder's acquisition time).
+func (w *World) checkLeaseWrite(ch memaws.Change) {
+	if ch.Resource != w.def.Table.Name || !strings.HasPrefix(ch.Key, "TASK#") {
+		return
+	}
+	old, had := decodeLeaseItem(ch.Old)
+	cur, _ := decodeLeaseItem(ch.New)
+	if !had || cur.epoch == old.epoch {
+		return
+	}
+	switch {
+	case old.done:
+		w.violate("lease-exclusive", "%s was finished (epoch %d) and was leased again by %s", ch.Key, old.epoch, cur.holder)
+	case old.expiry > cur.acquired:
+		w.violate("lease-exclusive", "%s: %s took the lease while %s held it until %d (acquired at %d)", ch.Key, cur.holder, old.holder, old.expiry, cur.acquired)
+	}
+}
+
+// checkedLeases is the executor's lease port: the real use case over the
+// real adapter, and after every acquisition or heartbeat it reports as
+// held, the table must say the same (holder, epoch, expiry, not done). An
+// adapter that reads a failed condition as success is caught here.
+type checkedLeases struct {
+	w *World
+	l *lease.Leases
+}
+
+func (c checkedLeases) Acquire(ctx context.Context, task contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error) {
+	got, err := c.l.Acquire(ctx, task, holder, now, d)
+	if err == nil {
+		if got.Holder != holder {
+			c.w.violate("lease-exclusive", "%s acquired the lease of %s, but the lease it got is %s's (epoch %d until %d)",
+				holder, task.TaskID, got.Holder, got.LeaseEpoch, got.LeaseExpiryUnixMs)
+			return got, err
+		}
+		c.w.checkBelief("acquired", got)
+	}
+	return got, err
+}
+
+func (c checkedLeases) Extend(ctx context.Context, l contract.Lease, now time.Time, d time.Duration) (contract.Lease, error) {
+	got, err := c.l.Extend(ctx, l, now, d)
+	if err == nil {
+		c.w.checkBelief("extended", got)
+	}
+	return got, err
+}
+
+func (c checkedLeases) Complete(ctx context.Context, l contract.Lease, now time.Time) error {
+	return c.l.Complete(ctx, l, now)
+}
+
+func (w *World) checkBelief(what string, l contract.Lease) {
+	it, ok := decodeLeaseItem(w.ddb.Item(w.def.Table.Name, leaseKey(l.TaskID)))
+	if ok && it.holder == l.Holder && it.epoch == l.LeaseEpoch && it.expiry == l.LeaseExpiryUnixMs && !it.done {
+		return
+	}
+	w.violate("lease-exclusive", "%s %s the lease of %s (epoch %d until %d), but the table holds %s epoch %d until %d (done %v, present %v)",
+		l.Holder, what, l.TaskID, l.LeaseEpoch, l.LeaseExpiryUnixMs, it.holder, it.epoch, it.expiry, it.done, ok)
+}
+
+// reclaimer is the handoff's Reclaimer: the naive "an unknown outcome
+// failed, delete its outputs" the ambiguous_reread guard exists against,
+// injected only when that guard is off (as the functions' wiring does).
+type reclaimer struct{ b *awsio.Bucket }
+
+func (r reclaimer) DeleteKeys(ctx context.Context, keys []string) error {
+	for start := 0; start < len(keys); start += awslimit.S3DeleteObjectsMaxKeys {
+		res, err := r.b.DeleteBatch(ctx, keys[start:min(start+awslimit.S3DeleteObjectsMaxKeys, len(keys))])
+		if err != nil {
+			return err
+		}
+		if len(res.Failed) > 0 {
+			return fmt.Errorf("delete %d objects failed", len(res.Failed))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package sim
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// AdapterMutation is a bug put back into a shipped adapter: the first
+// occurrence of Old in File (relative to the module root) becomes New. The
+// tree is never edited: the simulator is built with a go build -overlay
+// that replaces the file.
+type AdapterMutation struct {
+	Name, File, Old, New string
+	Invariant            string // the invariant that catches it
+}
+
+// AdapterMutations are condition bugs in awsio's lease and observed-state
+// code. The simulation drives the shipped adapters over memaws (DynamoDB
+// conditions evaluated by minidyn), so it catches them; while it drove
+// lease.Memory and its own state store, it could not.
+var AdapterMutations = []AdapterMutation{
+	{
+		Name: "lease acquire reads a failed condition's returned item as the acquired lease",
+		File: "shared/adapters/awsio/lease.go",
+		Old:  "if errors.As(err, &ccf) {",
+		New:  "if errors.As(err, &ccf) { if st := decodeLease(l.TaskID, ccf.Item); !st.Done { return st.Lease, lease.State{}, nil } }; if errors.As(err, &ccf) {",
+		// the worker then believes it holds a lease the table gives another holder
+		Invariant: "lease-exclusive",
+	},
+	{
+		Name:      "lease acquire condition compares the expiry the wrong way",
+		File:      "shared/adapters/awsio/lease.go",
+		Old:       "#x <= :now",
+		New:       "#x >= :now",
+		Invariant: "lease-exclusive",
+	},
+	{
+		Name:      "observed state advances only backwards",
+		File:      "shared/adapters/awsio/observed.go",
+		Old:       "#v < :v",
+		New:       "#v > :v",
+		Invariant: "converged",
+	},
+}
+
+// Each adapter mutation is caught by the simulator (cmd/sim, as `make sim`
+// runs it) within a few hundred seeds.
+func TestAdapterMutationsAreCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the simulator once per mutation")
+	}
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range AdapterMutations {
+		t.Run(m.Name, func(t *testing.T) {
+			out, err := RunMutated(root, m, t.TempDir(), "-seeds", "300", "-stop", "-workers", "1")
+			if err == nil {
+				t.Fatalf("mutation %q survived 300 seeds:\n%s", m.Name, tail(out))
+			}
+			re := regexp.MustCompile(`VIOLATION seed (\d+) step \d+: invariant (\S+) violated`)
+			v := re.FindStringSubmatch(out)
+			if v == nil || v[2] != m.Invariant {
+				t.Fatalf("mutation %q: want a %s violation, got:\n%s", m.Name, m.Invariant, tail(out))
+			}
+			t.Logf("%s: caught at seed %s by %s", m.Name, v[1], v[2])
+		})
+	}
+}
+
+// RunMutated runs cmd/sim with args over the module at root with m
+// applied through a build overlay in dir, and returns its output (err is
+// non-nil when the simulator reported violations).
+func RunMutated(root string, m AdapterMutation, dir string, args ...string) (string, error) {
+	src, err := os.ReadFile(filepath.Join(root, m.File))
+	if err != nil {
+		return "", err
+	}
+	if n := strings.Count(string(src), m.Old); n == 0 {
+		return "", &mutationError{m.Name + ": its anchor " + m.Old + " is no longer in " + m.File + "; update the mutation"}
+	}
+	mutated := filepath.Join(dir, filepath.Base(m.File))
+	if err := os.WriteFile(mutated, []byte(strings.Replace(string(src), m.Old, m.New, 1)), 0o644); err != nil {
+		return "", err
+	}
+	ov, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(root, m.File): mutated}})
+	overlay := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(overlay, ov, 0o644); err != nil {
+		return "", err
+	}
+	cmd := exec.Command("go", append([]string{"run", "-overlay", overlay, "./cmd/sim"}, args...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+type mutationError struct{ msg string }
+
+func (e *mutationError) Error() string { return e.msg }
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+}

@@ -200,8 +200,13 @@ func TestS3ReadsDeletesAndListing(t *testing.T) {
 		if _, err := bk.Put(ctx, "q/other", []byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := bk.GetRange(ctx, "p/3", 2, 4); err != nil || string(r) != "3333" {
+		r := make([]byte, 4)
+		if n, err := bk.ReadRange(ctx, "p/3", 2, r); err != nil || n != 4 || string(r) != "3333" {
 			t.Fatalf("ranged GET: %q %v", r, err)
+		}
+		tail := make([]byte, 3)
+		if n, err := bk.ReaderAt(ctx, "p/3", 10).ReadAt(tail, 8); n != 2 || string(tail[:n]) != "33" || err == nil {
+			t.Fatalf("ranged read past the end: %d %q %v", n, tail[:n], err)
 		}
 		if _, err := bk.Get(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("GET missing: %v", err)

@@ -164,13 +164,17 @@ type World struct {
 	noteSeq  int
 	requests map[string]contract.CutoverRequest
 	readers  []reader
-	deleted  map[string]bool   // keys deleted at least once
-	uploads  []workload.Upload // other writers' uploads whose commit has not landed
-	foreign  map[string]bool   // keys of those uploads (never the coordinator's to delete)
-	uploadN  int
-	queued   []contract.CutoverRequest // cutovers the publisher received but has not applied yet
-	slowPub  bool                      // this seed's publisher queues every cutover and applies it late
-	round    int                       // the quiescent phase's round (-1: the faulty phase)
+	deleted  map[string]bool // keys deleted at least once
+	// unread: collections whose objects changed (a write or a delete under
+	// their prefix) since their last readable check; the check reads the
+	// whole head, so it runs only when its answer can have changed.
+	unread  map[string]bool
+	uploads []workload.Upload // other writers' uploads whose commit has not landed
+	foreign map[string]bool   // keys of those uploads (never the coordinator's to delete)
+	uploadN int
+	queued  []contract.CutoverRequest // cutovers the publisher received but has not applied yet
+	slowPub bool                      // this seed's publisher queues every cutover and applies it late
+	round   int                       // the quiescent phase's round (-1: the faulty phase)
 
 	stack  []*invocation
 	invSeq int
@@ -208,7 +212,7 @@ func newWorld(cfg Config) *World {
 	}
 	w := &World{
 		cfg: cfg, pol: pol, def: resources.For("sim", pol), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
-		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{}, foreign: map[string]bool{},
+		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{}, foreign: map[string]bool{}, unread: map[string]bool{},
 		Counts: map[string]int{}, round: -1,
 	}
 	now := func() time.Time { return time.UnixMilli(w.t) }
@@ -408,6 +412,11 @@ func (w *World) violate(inv, format string, args ...any) {
 // may crash the writer just after its write.
 func (w *World) s3Applied(ch memaws.Change) {
 	if ch.Resource == w.def.Bucket.Name {
+		for _, k := range append([]string{ch.Key}, ch.Deleted...) {
+			if c, ok := collectionOf(k); ok {
+				w.unread[c] = true
+			}
+		}
 		for _, k := range ch.Deleted {
 			w.onDelete(k)
 		}
@@ -677,6 +686,10 @@ func (w *World) checkStep() {
 // checkReadable is invariant (c): every key reads as its latest write from
 // the committed head.
 func (w *World) checkReadable(col *collection) {
+	if !w.unread[col.name] {
+		return // nothing under the collection changed since it last read right
+	}
+	w.unread[col.name] = false
 	got, _, err := workload.Read(w.ctx, lineage.New(w.peek, 64), w.peek, col.name)
 	if err != nil {
 		w.violate("readable", "read %s from its head: %v", col.name, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/policy"
 )
@@ -139,7 +140,7 @@ func For(prefix string, p policy.Policy) Definition {
 		Queues: []Queue{
 			queue(QueueCompaction, FnCompaction, 1),
 			queue(QueueGC, FnGC, 1),
-			queue(QueueHandoff, FnHandoff, 10),
+			queue(QueueHandoff, FnHandoff, awslimit.SQSBatchMaxEntries), // a FIFO event source takes at most 10 per batch
 		},
 		Functions:         fns,
 		WatermarkKey:      "query-plane/global_safe_ts.json",

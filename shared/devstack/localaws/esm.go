@@ -48,7 +48,7 @@ func (s *Stack) MapQueue(m Mapping) {
 	s.mu.Lock()
 	s.mappings = append(s.mappings, mp)
 	s.mu.Unlock()
-	client := s.internalClients().SQS
+	client := s.serviceClients(m.Function).SQS
 	for range m.MaxConcurrency {
 		s.wg.Add(1)
 		go func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/searchfabric/bcc/shared/resources"
 )
@@ -130,8 +131,14 @@ func provisionQueue(ctx context.Context, c *sqs.Client, q resources.Queue, opts 
 		main["DeduplicationScope"] = "messageGroup"
 		main["FifoThroughputLimit"] = "perMessageGroupId"
 	}
+	// The DLQ's ARN as the service names it (its account differs between
+	// the embedded stack, LocalStack and moto).
+	dlqAttrs, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dlq.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", "", fmt.Errorf("queue %s: ARN: %w", q.DLQName, err)
+	}
 	redrive, _ := json.Marshal(map[string]string{
-		"deadLetterTargetArn": fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, AccountID, q.DLQName),
+		"deadLetterTargetArn": dlqAttrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)],
 		"maxReceiveCount":     strconv.Itoa(q.MaxReceiveCount),
 	})
 	attrs := map[string]string{"RedrivePolicy": string(redrive)}

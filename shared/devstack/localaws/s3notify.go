@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -148,18 +149,33 @@ func createdEventName(r *http.Request, key string) string {
 }
 
 func (n *notifier) exists(bucket, key string) bool {
-	req := httptest.NewRequest(http.MethodHead, "/"+bucket+"/"+key, nil)
-	rec := httptest.NewRecorder()
-	n.s.s3.ServeHTTP(rec, req)
-	return rec.Code == http.StatusOK
+	ok, _ := n.headObject(bucket, key)
+	return ok
 }
 
 func (n *notifier) size(bucket, key string) int64 {
+	_, size := n.headObject(bucket, key)
+	return size
+}
+
+// headObject asks the S3 behind the stack whether bucket/key exists and how
+// large it is. In front of an upstream it is a real, signed SDK call: an
+// unsigned request or one whose Host names another server would be refused
+// (IAM enforcement) or misread (an unknown Host is a virtual-hosted bucket
+// name to moto).
+func (n *notifier) headObject(bucket, key string) (bool, int64) {
+	if n.s.opts.Upstream != "" {
+		out, err := n.s.internalClients().S3.HeadObject(context.WithoutCancel(n.s.ctx), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			return false, 0
+		}
+		return true, aws.ToInt64(out.ContentLength)
+	}
 	req := httptest.NewRequest(http.MethodHead, "/"+bucket+"/"+key, nil)
 	rec := httptest.NewRecorder()
 	n.s.s3.ServeHTTP(rec, req)
 	sz, _ := strconv.ParseInt(rec.Header().Get("Content-Length"), 10, 64)
-	return sz
+	return rec.Code == http.StatusOK, sz
 }
 
 func (n *notifier) serveNotificationConfig(w http.ResponseWriter, r *http.Request, bucket string) {
@@ -205,6 +221,10 @@ func (n *notifier) serveNotificationConfig(w http.ResponseWriter, r *http.Reques
 }
 
 func (n *notifier) bucketExists(bucket string) bool {
+	if n.s.opts.Upstream != "" {
+		_, err := n.s.internalClients().S3.HeadBucket(context.WithoutCancel(n.s.ctx), &s3.HeadBucketInput{Bucket: aws.String(bucket)})
+		return err == nil
+	}
 	req := httptest.NewRequest(http.MethodHead, "/"+bucket, nil)
 	rec := httptest.NewRecorder()
 	n.s.s3.ServeHTTP(rec, req)
@@ -317,7 +337,7 @@ func (n *notifier) sendToDestination(url string, ev HeldEvent, invokeErr error) 
 	if err != nil {
 		return
 	}
-	client := n.s.internalClients().SQS
+	client := n.s.serviceClients(ev.Function).SQS
 	if _, err := client.SendMessage(context.WithoutCancel(n.s.ctx), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body))}); err != nil {
 		n.s.log.Error("on-failure destination send failed", "queue", url, "err", err)
 	}

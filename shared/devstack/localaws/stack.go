@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/truora/minidyn/server"
@@ -43,6 +44,15 @@ type Options struct {
 	// event delivery and event source mappings stay here. The same tests then
 	// run against another implementation of the AWS APIs.
 	Upstream string
+	// Credentials sign the stack's own requests (event delivery, pollers,
+	// probes) and those of Clients/InternalClients; default TestCredentials.
+	// An upstream that enforces IAM (moto with INITIAL_NO_AUTH_ACTION_COUNT)
+	// needs a real identity here.
+	Credentials aws.CredentialsProvider
+	// OnCall, when set, receives every AWS API request the stack served,
+	// with the identity that signed it and the status it was answered with
+	// (IAM checks of recorded calls).
+	OnCall func(Call)
 }
 
 // Stack is a running embedded AWS endpoint.
@@ -60,6 +70,8 @@ type Stack struct {
 	counts   *Counter
 	fns      *registry
 	mappings []*mapping
+	creds    aws.CredentialsProvider
+	fnCreds  map[string]aws.CredentialsProvider
 	mu       sync.Mutex
 	closed   bool
 	wg       sync.WaitGroup
@@ -83,7 +95,10 @@ func Start(opts Options) (*Stack, error) {
 	s := &Stack{
 		opts: opts, log: opts.Logger, ln: ln, url: "http://" + ln.Addr().String(),
 		ddb: server.NewServer(), mux: http.NewServeMux(), counts: newCounter(),
-		fns: newRegistry(), ctx: ctx, stop: stop,
+		fns: newRegistry(), ctx: ctx, stop: stop, creds: opts.Credentials,
+	}
+	if s.creds == nil {
+		s.creds = TestCredentials
 	}
 	s.s3 = gofakes3.New(s3mem.New(), gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)).Server()
 	s.sqs = sqsd.New(sqsd.Options{Region: Region, AccountID: AccountID, BaseURL: s.URL})
@@ -95,6 +110,12 @@ func Start(opts Options) (*Stack, error) {
 			return nil, fmt.Errorf("embedded stack: upstream %q is not a URL", opts.Upstream)
 		}
 		proxy := httputil.NewSingleHostReverseProxy(u)
+		proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() == nil { // a client that gave up (a long poll at Close) is no upstream failure
+				s.log.Warn("upstream request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		}
 		s.s3, s.ddb, s.sqs = proxy, proxy, proxy
 	}
 	s.notify = newNotifier(s)
@@ -124,6 +145,17 @@ func (s *Stack) ServiceURL(name string) string { return s.url + ServicePrefix + 
 
 // ServeHTTP routes one request to the emulated service it addresses.
 func (s *Stack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.OnCall != nil && !strings.HasPrefix(r.URL.Path, ServicePrefix) {
+		rec := recordCall(r, w)
+		s.route(rec, r)
+		rec.finish()
+		s.opts.OnCall(rec.Call)
+		return
+	}
+	s.route(w, r)
+}
+
+func (s *Stack) route(w http.ResponseWriter, r *http.Request) {
 	target := r.Header.Get("X-Amz-Target")
 	count := s.counts.add
 	if r.Header.Get(internalHeader) != "" {
@@ -140,6 +172,9 @@ func (s *Stack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.sqs.ServeHTTP(w, r)
 	default:
 		count("s3", s3Operation(r))
+		if s.opts.Upstream != "" {
+			s.resignDecodedQuery(r) // see resign.go
+		}
 		s.notify.serveS3(w, r)
 	}
 }

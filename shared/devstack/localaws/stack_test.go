@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,4 +389,65 @@ func TestProvisionedQueuesAreHighThroughputFIFO(t *testing.T) {
 			}
 		}
 	}
+}
+
+// OnCall sees every AWS request with the identity that signed it, the
+// operation, the resources it names and the answer.
+func TestOnCallRecordsSignerOperationResourcesAndAnswer(t *testing.T) {
+	var mu sync.Mutex
+	var calls []localaws.Call
+	s, err := localaws.Start(localaws.Options{Addr: "127.0.0.1:0", OnCall: func(c localaws.Call) { mu.Lock(); calls = append(calls, c); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	p, err := localaws.Provision(ctx, s.Clients(), resources.Default("rec"), localaws.ProvisionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.Config()
+	cfg.Credentials = credentialsFor("AKIDRECORDED")
+	c := localaws.NewClients(cfg)
+	b := awsio.NewBucket(c.S3, p.Def.Bucket.Name)
+	if _, err := b.Put(ctx, "a/b.seg", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DeleteBatch(ctx, []string{"a/b.seg", "a/c.seg"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = b.Get(ctx, "missing")
+	if _, err := c.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.QueueURLs[resources.QueueGC]), Entries: []sqstypes.SendMessageBatchRequestEntry{
+		{Id: aws.String("1"), MessageBody: aws.String("m"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Dynamo.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(p.Def.Table.Name),
+		Key: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "x"}, "sk": &ddbtypes.AttributeValueMemberS{Value: "y"}}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var got []string
+	for _, c := range calls {
+		if c.AccessKey != "AKIDRECORDED" {
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s %s %s/%s %v %s %v %d %s", c.Service, c.Operation, c.Bucket, c.Key, c.Keys, c.QueueURL, c.Tables, c.Status, c.ErrorCode))
+	}
+	want := []string{
+		"s3 PutObject " + p.Def.Bucket.Name + "/a/b.seg []  [] 200 ",
+		"s3 DeleteObjects " + p.Def.Bucket.Name + "/ [a/b.seg a/c.seg]  [] 200 ",
+		"s3 GetObject " + p.Def.Bucket.Name + "/missing []  [] 404 NoSuchKey",
+		"sqs SendMessageBatch / [] " + p.QueueURLs[resources.QueueGC] + " [] 200 ",
+		"dynamodb GetItem / []  [" + p.Def.Table.Name + "] 200 ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("recorded\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func credentialsFor(akid string) aws.CredentialsProvider {
+	return aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: akid, SecretAccessKey: "s"}, nil
+	})
 }

@@ -110,8 +110,8 @@ func exportName(s string) string {
 	return b.String()
 }
 
-// FunctionName is a function's deployed name.
-func FunctionName(prefix, fn string) string { return prefix + "-" + fn }
+// FunctionName is a function's deployed name (resources.Definition.FunctionName).
+func FunctionName(prefix, fn string) string { return resources.Default(prefix).FunctionName(fn) }
 
 // addFunctions creates each function with its own role and log group, its
 // environment from the definition, the head notification and the schedule.

@@ -139,11 +139,12 @@ func (c *Coordinator) addPolicies(cfg Config) {
 
 	// handoff: reads heads and manifests to decide an ambiguous outcome from
 	// the head; talks to the publisher and CCS over HTTP (no AWS grant). It
-	// deletes nothing: only a guard-disabled test path of shared/core/handoff would.
+	// deletes nothing (only a guard-disabled test path of shared/core/handoff
+	// would) and keeps no coordinator state: no table grant (the e2e runs
+	// under the deployed policies record no handoff table call).
 	add(resources.FnHandoff,
 		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
 		listBucket("ListForNotFound"),
-		stmt("CoordinatorState", tableItemOps, table),
 	)
 }
 

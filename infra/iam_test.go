@@ -145,7 +145,6 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 			case resources.FnHandoff:
 				allow([]string{"s3:GetObject"}, heads, manifests)
 				allow([]string{"s3:ListBucket"}, B)
-				allow(itemOps, table)
 				allow(consume, queue(resources.QueueHandoff))
 			default:
 				t.Fatalf("no expectation for function %s", f.Name)

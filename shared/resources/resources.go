@@ -158,6 +158,9 @@ func (d Definition) Queue(class string) (Queue, bool) {
 	return Queue{}, false
 }
 
+// FunctionName is the deployed name of function fn: <prefix>-<fn>.
+func (d Definition) FunctionName(fn string) string { return d.Prefix + "-" + fn }
+
 // Function returns the function with name.
 func (d Definition) Function(name string) (Function, bool) {
 	for _, f := range d.Functions {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/devstack/localaws"
@@ -40,6 +42,19 @@ type Options struct {
 	// environment variable BCC_E2E_ENDPOINT. Resources then get a unique
 	// prefix, since they outlive the environment there.
 	Upstream string
+	// Credentials sign the stack's own requests, the stand-ins' and the
+	// fixtures' (Env.Clients); default localaws.TestCredentials. An
+	// upstream that enforces IAM needs an identity allowed everything here.
+	Credentials aws.CredentialsProvider
+	// FunctionCredentials gives functions their own identities, as their
+	// execution roles do on Lambda: the function's handler signs with them,
+	// and so do the event source mapping and the on-failure destination
+	// acting for it. A function without an entry signs with Credentials.
+	FunctionCredentials map[string]aws.CredentialsProvider
+	// OnCall receives every AWS API request the stack served (see
+	// localaws.Call), e.g. to judge the functions' calls against their
+	// deployed policies.
+	OnCall func(localaws.Call)
 }
 
 // EnvUpstream names the variable that points local environments (and so
@@ -51,7 +66,7 @@ type Env struct {
 	Stack     *localaws.Stack
 	Prov      localaws.Provisioned
 	Config    app.Config
-	Clients   app.Clients   // counted: every call shows in Stack.Counter()
+	Clients   app.Clients   // counted: every call shows in Stack.Counter(); signed with Options.Credentials
 	Bucket    *awsio.Bucket // uncounted (fixtures and stand-ins)
 	Lineage   *lineage.Reader
 	Publisher *publisher.Publisher
@@ -61,6 +76,21 @@ type Env struct {
 	Metrics   *SyncBuffer // EMF lines written by functions
 	Now       func() time.Time
 	Log       *slog.Logger
+	fnCreds   map[string]aws.CredentialsProvider
+}
+
+// FunctionClients are the clients function fn uses: counted, and signed
+// with its own identity (Options.FunctionCredentials) when it has one. A
+// test that plays a function's part (wiring its use case by hand) uses
+// these, so its calls are judged as that function's.
+func (e *Env) FunctionClients(fn string) app.Clients {
+	creds, ok := e.fnCreds[fn]
+	if !ok {
+		return e.Clients
+	}
+	cfg := e.Stack.Config()
+	cfg.Credentials = creds
+	return app.ClientsFrom(cfg, true)
 }
 
 // SyncBuffer is a goroutine-safe buffer.
@@ -108,11 +138,12 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Workload.RecordsPerCommit == 0 {
 		opts.Workload = workload.Options{RecordsPerCommit: 50, KeySpace: 400, DeleteFraction: 0.1, PayloadBytes: 64}
 	}
-	stack, err := localaws.Start(localaws.Options{Addr: opts.Addr, Logger: opts.Log, HoldS3Events: opts.HoldS3Events, Upstream: opts.Upstream})
+	stack, err := localaws.Start(localaws.Options{Addr: opts.Addr, Logger: opts.Log, HoldS3Events: opts.HoldS3Events, Upstream: opts.Upstream,
+		Credentials: opts.Credentials, OnCall: opts.OnCall})
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Stack: stack, Metrics: &SyncBuffer{}, Now: opts.Now, Log: opts.Log}
+	e := &Env{Stack: stack, Metrics: &SyncBuffer{}, Now: opts.Now, Log: opts.Log, fnCreds: opts.FunctionCredentials}
 	if err := e.init(ctx, opts); err != nil {
 		_ = stack.Close()
 		return nil, err
@@ -122,7 +153,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 
 func (e *Env) init(ctx context.Context, opts Options) error {
 	def := resources.Default(opts.Prefix)
-	e.Clients = app.ClientsFrom(localaws.Config(e.Stack.URL()), true)
+	e.Clients = app.ClientsFrom(e.Stack.Config(), true)
 	prov, err := localaws.Provision(ctx, localaws.Clients{S3: e.Clients.S3, Dynamo: e.Clients.Dynamo, SQS: e.Clients.SQS}, def,
 		localaws.ProvisionOptions{VisibilityTimeout: opts.VisibilityTimeout})
 	if err != nil {
@@ -157,7 +188,10 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 		return err
 	}
 	rt := app.Runtime{Now: opts.Now, Out: e.Metrics, Log: opts.Log}
-	for name, h := range Handlers(cfg, e.Clients, rt) {
+	for name, creds := range opts.FunctionCredentials {
+		e.Stack.SetFunctionCredentials(name, creds)
+	}
+	for name, h := range HandlersFor(cfg, e.FunctionClients, rt) {
 		fn, _ := def.Function(name)
 		e.Stack.RegisterFunction(name, h, fn.Timeout)
 	}
@@ -169,11 +203,16 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 
 // Handlers returns every function's handler, wired as on Lambda.
 func Handlers(cfg app.Config, cl app.Clients, rt app.Runtime) map[string]any {
+	return HandlersFor(cfg, func(string) app.Clients { return cl }, rt)
+}
+
+// HandlersFor is Handlers with each function's own clients.
+func HandlersFor(cfg app.Config, cl func(fn string) app.Clients, rt app.Runtime) map[string]any {
 	return map[string]any{
-		resources.FnObserver:   app.ObserverHandler(cfg, cl, rt).Handle,
-		resources.FnCompaction: app.CompactionHandler(cfg, cl, rt).Handle,
-		resources.FnHandoff:    app.HandoffHandler(cfg, cl, rt).Handle,
-		resources.FnGC:         app.GCHandler(cfg, cl, rt).Handle,
+		resources.FnObserver:   app.ObserverHandler(cfg, cl(resources.FnObserver), rt).Handle,
+		resources.FnCompaction: app.CompactionHandler(cfg, cl(resources.FnCompaction), rt).Handle,
+		resources.FnHandoff:    app.HandoffHandler(cfg, cl(resources.FnHandoff), rt).Handle,
+		resources.FnGC:         app.GCHandler(cfg, cl(resources.FnGC), rt).Handle,
 	}
 }
 

@@ -71,7 +71,7 @@ func startGCWith(t testing.TB, tune func(*policy.Policy), opts localenv.Options)
 	}
 	ctx := context.Background()
 	opts.Now, opts.NoDelivery, opts.Policy = clk.Now, true, &pol
-	env, err := localenv.Start(ctx, opts)
+	env, err := launch(t, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func (e *gcEnv) executor(g guard.Set, wrap func(gc.Deleter) gc.Deleter) (*gc.Exe
 // executorWithSleep is executor with a hook run after every backoff or
 // pacing wait (the test's clock has advanced by then).
 func (e *gcEnv) executorWithSleep(g guard.Set, wrap func(gc.Deleter) gc.Deleter, onSleep func()) (*gc.Executor, *metrics.Recorder) {
-	ports := app.GCPorts(e.Config, e.Clients)
+	ports := app.GCPorts(e.Config, e.FunctionClients(resources.FnGC))
 	if wrap != nil {
 		ports.Deleter = wrap(ports.Deleter)
 	}
@@ -824,7 +824,7 @@ func BenchmarkGCDeleteLargeCandidateSet(b *testing.B) {
 		e.commit(c, objs, nil)
 		e.clk.Advance(time.Hour)
 		e.watermark(e.clk.Now())
-		ports := app.GCPorts(e.Config, e.Clients)
+		ports := app.GCPorts(e.Config, e.FunctionClients(resources.FnGC))
 		cd.Deleter = ports.Deleter
 		ports.Deleter = cd
 		cfg := gc.ConfigFrom(e.Config.Policy, guard.All())

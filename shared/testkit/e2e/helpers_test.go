@@ -21,7 +21,7 @@ func start(t *testing.T, opts localenv.Options) *localenv.Env {
 	if opts.Log == nil && os.Getenv("BCC_TEST_LOG") != "" {
 		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	env, err := localenv.Start(context.Background(), opts)
+	env, err := launch(t, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

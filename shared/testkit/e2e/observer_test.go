@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/observe"
@@ -78,7 +81,7 @@ func TestOlderEventAfterNewerChangesNothing(t *testing.T) {
 	if _, err := deliver(t, env, v8); err != nil {
 		t.Fatal(err)
 	}
-	state := awsio.NewObservedTable(env.Clients.Dynamo, env.Config.Table)
+	state := awsio.NewObservedTable(env.FunctionClients(resources.FnObserver).Dynamo, env.Config.Table)
 	before, err := state.Get(context.Background(), "c1")
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +100,7 @@ func TestOlderEventAfterNewerChangesNothing(t *testing.T) {
 // an older head (it raced a newer commit) cannot regress the observed version.
 func TestObservedStateOnlyMovesForward(t *testing.T) {
 	env := newHeldEnv(t)
-	state := awsio.NewObservedTable(env.Clients.Dynamo, env.Config.Table)
+	state := awsio.NewObservedTable(env.FunctionClients(resources.FnObserver).Dynamo, env.Config.Table)
 	ctx := context.Background()
 	sum := contract.Checksum([]byte("x"))
 	if _, err := state.Advance(ctx, observe.Observed{Collection: "c9", Version: 8, Checksum: sum}); err != nil {
@@ -212,5 +215,41 @@ func TestObserverMakesAtMostFourAWSCallsPerHead(t *testing.T) {
 			t.Fatalf("head %d: %d AWS calls %v, want <= 4", i, n, calls)
 		}
 		t.Logf("head %d: %v", i, calls)
+	}
+}
+
+// A head notification whose every invocation fails (the head names a root
+// whose checksum does not match) is not lost: after Lambda's two retries it
+// reaches the observer's on-failure destination queue as a destination
+// record, sent on the observer's behalf (under its deployed role when the
+// IAM checks are on).
+func TestExhaustedHeadNotificationReachesFailureQueue(t *testing.T) {
+	env := start(t, localenv.Options{Policy: policy(3)})
+	ctx := context.Background()
+	if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, env)
+	h, root := currentRoot(t, env)
+	writeHead(t, env, root, contract.Checksum([]byte("not the root")), h.Version+1)
+	settle(t, env)
+	out, err := env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.Prov.FailureQueueURL), WaitTimeSeconds: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 {
+		t.Fatalf("%d messages in the failure queue, want 1", len(out.Messages))
+	}
+	var rec struct {
+		RequestContext struct {
+			Condition string `json:"condition"`
+		} `json:"requestContext"`
+		RequestPayload json.RawMessage `json:"requestPayload"`
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(out.Messages[0].Body)), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.RequestContext.Condition != "RetriesExhausted" || !strings.Contains(string(rec.RequestPayload), contract.HeadSuffix) {
+		t.Fatalf("destination record %s", aws.ToString(out.Messages[0].Body))
 	}
 }

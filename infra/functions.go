@@ -166,22 +166,18 @@ func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
 		c.Roles[f.Name] = role
 	}
 
-	// The head notification: object created under the collections prefix
-	// with the head suffix, delivered to the observer (S3 cannot notify FIFO).
 	b := c.Definition.Bucket
-	c.Bucket.AddEventNotification(awss3.EventType_OBJECT_CREATED,
-		awss3notifications.NewLambdaDestination(c.Functions[b.NotifyFunction]),
-		&awss3.NotificationKeyFilter{Prefix: jsii.String(b.NotifyPrefix), Suffix: jsii.String(b.NotifySuffix)})
-
-	// A head notification whose invocation fails every attempt (Lambda
-	// retries asynchronous invocations twice) goes to a queue instead of
-	// vanishing: an alarm fires on it, and reconciliation repairs the state.
 	c.NotifyFailures = awssqs.NewQueue(c.Stack, jsii.String("ObserverFailuresQueue"), &awssqs.QueueProps{
 		QueueName:       jsii.String(b.NotifyFailureQueue),
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 	})
+	c.addHeadEvents(cfg)
+
+	// A head event whose invocation fails every attempt (Lambda retries
+	// asynchronous invocations twice) goes to a queue instead of vanishing:
+	// an alarm fires on it, and reconciliation repairs the state.
 	c.Functions[b.NotifyFunction].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		OnFailure:     awslambdadestinations.NewSqsDestination(c.NotifyFailures),
 		RetryAttempts: jsii.Number(2),
@@ -200,6 +196,46 @@ func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
 		})},
 	})
 	return nil
+}
+
+// addHeadEvents connects committed heads to the observer. Notification
+// mode: the bucket's notification configuration, object created under the
+// collections prefix with the head suffix (S3 cannot notify a FIFO queue).
+// EventBridge mode, for a bucket whose notification configuration already
+// notifies someone else for overlapping keys (S3 refuses overlapping
+// configurations): the bucket sends its events to EventBridge (the
+// configuration's other entries are kept) and a rule whose key filter
+// matches exactly the head keys invokes the observer.
+func (c *Coordinator) addHeadEvents(cfg Config) {
+	b := c.Definition.Bucket
+	observer := c.Functions[b.NotifyFunction]
+	if cfg.HeadEvents != resources.HeadEventsEventBridge {
+		c.Bucket.AddEventNotification(awss3.EventType_OBJECT_CREATED,
+			awss3notifications.NewLambdaDestination(observer),
+			&awss3.NotificationKeyFilter{Prefix: jsii.String(b.NotifyPrefix), Suffix: jsii.String(b.NotifySuffix)})
+		return
+	}
+	if c.LogBucket == nil { // an imported bucket: switched on through the notifications custom resource
+		c.Bucket.EnableEventBridgeNotification()
+	}
+	p := b.HeadEventPattern(*c.Bucket.BucketName())
+	detail := p["detail"].(map[string]any)
+	c.HeadEventRule = awsevents.NewRule(c.Stack, jsii.String("HeadEventsRule"), &awsevents.RuleProps{
+		RuleName:    jsii.String(b.EventRule),
+		Description: jsii.String("committed heads of the data bucket to the " + b.NotifyFunction + " function (EventBridge mode)"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("aws.s3"),
+			DetailType: jsii.Strings("Object Created"),
+			Detail:     &detail,
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(observer, &awseventstargets.LambdaFunctionProps{
+			// Where EventBridge cannot invoke the function at all; failed
+			// invocations follow the function's own on-failure destination.
+			DeadLetterQueue: c.NotifyFailures,
+			RetryAttempts:   jsii.Number(185), // EventBridge's maximum
+			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(24)),
+		})},
+	})
 }
 
 // envValues maps each resources.Env* variable to its value in this stack.

@@ -26,8 +26,9 @@ import (
 // tens of milliseconds):
 //
 //   - def: cdk.json's context as is (data bucket created, no alarm topic);
-//   - imp: an existing bucket imported by name, external endpoints, a
-//     watermark in another bucket, an alarm email, another prefix.
+//   - imp: an existing bucket imported by name, head events through
+//     EventBridge, external endpoints, a watermark in another bucket, an
+//     alarm email, another prefix.
 //
 // The function assets are the real functions (functions/<name>/main.go),
 // built for linux/arm64 into a temporary directory. Before the functions
@@ -116,6 +117,7 @@ func setup(m *testing.M) (int, error) {
 	if imp, err = synthesize(ctx, map[string]any{
 		CtxPrefix: "acme", CtxDataBucketName: impBucket, CtxPublisherEndpoint: impPublisher, CtxCCSEndpoint: impCCS,
 		CtxWatermarkBucket: impWMBucket, CtxWatermarkKey: impWMKey, CtxAlarmEmail: impEmail, CtxPolicy: impPolicy,
+		CtxHeadEvents: resources.HeadEventsEventBridge,
 	}, assets, filepath.Join(tmp, "out-imp")); err != nil {
 		return 1, err
 	}

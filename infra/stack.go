@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
@@ -33,6 +34,7 @@ const (
 	CtxPolicy            = "policy"            // optional JSON policy override (BCC_POLICY)
 	CtxAlarmEmail        = "alarmEmail"        // create an alarm topic with this email subscription
 	CtxAlarmTopicArn     = "alarmTopicArn"     // or send alarms to this existing topic
+	CtxHeadEvents        = "headEvents"        // "notification" (default) or "eventbridge"
 )
 
 // DefaultPrefix is the resource prefix when the context sets none.
@@ -51,6 +53,7 @@ type Config struct {
 	Policy            string
 	AlarmEmail        string
 	AlarmTopicArn     string
+	HeadEvents        string // resources.HeadEvents*
 }
 
 // ConfigFromContext reads the configuration from a construct's context.
@@ -87,6 +90,7 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{&c.Policy, CtxPolicy, ""},
 		{&c.AlarmEmail, CtxAlarmEmail, ""},
 		{&c.AlarmTopicArn, CtxAlarmTopicArn, ""},
+		{&c.HeadEvents, CtxHeadEvents, resources.HeadEventsNotification},
 	} {
 		if *f.dst, err = get(f.key, f.def); err != nil {
 			return Config{}, err
@@ -116,6 +120,7 @@ type Coordinator struct {
 	// NotifyFailures is the observer's on-failure destination: head
 	// notifications whose asynchronous invocations all failed.
 	NotifyFailures awssqs.Queue
+	HeadEventRule  awsevents.Rule // EventBridge mode only
 	Functions      map[string]awslambda.Function
 	Roles          map[string]awsiam.Role
 	AlarmTopic     awssns.ITopic // nil when no alarm destination is configured
@@ -133,6 +138,9 @@ func NewCoordinatorStack(scope constructs.Construct, id string, props *Coordinat
 	cfg := props.Config
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.HeadEvents == "" {
+		cfg.HeadEvents = resources.HeadEventsNotification
 	}
 	// The functions get cfg.Policy as BCC_POLICY; their timeouts (and the
 	// queues' visibility timeouts) come from the same policy.
@@ -228,6 +236,9 @@ func validate(def resources.Definition, cfg Config) error {
 	if cfg.AlarmTopicArn != "" && !strings.HasPrefix(cfg.AlarmTopicArn, "arn:") {
 		return fmt.Errorf("context: %s %q is not an ARN", CtxAlarmTopicArn, cfg.AlarmTopicArn)
 	}
+	if cfg.HeadEvents != resources.HeadEventsNotification && cfg.HeadEvents != resources.HeadEventsEventBridge {
+		return fmt.Errorf("context: %s %q: want %s or %s", CtxHeadEvents, cfg.HeadEvents, resources.HeadEventsNotification, resources.HeadEventsEventBridge)
+	}
 	if strings.HasPrefix(cfg.WatermarkKey, "/") {
 		return fmt.Errorf("context: %s must be an object key without a leading slash", CtxWatermarkKey)
 	}
@@ -261,6 +272,7 @@ func (c *Coordinator) addBucket(cfg Config) {
 	// <stack>-databucket<suffix>; the stack output DataBucketName says which.
 	// To keep using a retained bucket, import it by name (dataBucketName).
 	c.Bucket = awss3.NewBucket(c.Stack, jsii.String("DataBucket"), &awss3.BucketProps{
+		EventBridgeEnabled:     jsii.Bool(cfg.HeadEvents == resources.HeadEventsEventBridge),
 		Encryption:             awss3.BucketEncryption_S3_MANAGED,
 		BlockPublicAccess:      awss3.BlockPublicAccess_BLOCK_ALL(),
 		EnforceSSL:             jsii.Bool(true),

@@ -33,42 +33,75 @@ func both(t *testing.T, f func(t *testing.T, s *synth)) {
 }
 
 func TestHeadNotificationTargetsObserverWithSuffixFilter(t *testing.T) {
-	both(t, func(t *testing.T, s *synth) {
-		b := s.c.Definition.Bucket
-		observer := s.id(t, exportName(b.NotifyFunction)+"Function")
-		check(t, "notification custom resource", func() {
-			s.tmpl.ResourceCountIs(jsii.String("Custom::S3BucketNotifications"), jsii.Number(1))
-			s.tmpl.HasResourceProperties(jsii.String("Custom::S3BucketNotifications"), m(
-				"NotificationConfiguration", assertions.Match_ObjectEquals(&map[string]any{
-					"LambdaFunctionConfigurations": []any{m(
-						"Events", []any{"s3:ObjectCreated:*"},
-						"Filter", m("Key", m("FilterRules", assertions.Match_ArrayEquals(&[]any{
-							m("Name", "suffix", "Value", "manifest_committed_head.json"),
-							m("Name", "prefix", "Value", "collections/"),
-						}))),
-						"LambdaFunctionArn", getAttM(observer, "Arn"),
-					)},
-				}),
-			))
-		})
-		// S3 may invoke the observer, only from this bucket and account.
-		check(t, "s3 invoke permission", func() {
-			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), m(
-				"Action", "lambda:InvokeFunction",
-				"FunctionName", getAttM(observer, "Arn"),
-				"Principal", "s3.amazonaws.com",
-				"SourceAccount", refM("AWS::AccountId"),
-			))
-		})
-		cr := props(s.resource[s.ofType("Custom::S3BucketNotifications")[0]])
-		if s == imp {
-			if cr["BucketName"] != impBucket || cr["Managed"] != false {
-				t.Fatalf("imported bucket notification: BucketName=%v Managed=%v, want %s and false (keep the bucket's other notifications)", cr["BucketName"], cr["Managed"], impBucket)
-			}
-		} else if render(cr["BucketName"]) != ref(s.id(t, "DataBucket")) {
-			t.Fatalf("notification on %v, want the data bucket", cr["BucketName"])
-		}
+	s := def
+	b := s.c.Definition.Bucket
+	observer := s.id(t, exportName(b.NotifyFunction)+"Function")
+	check(t, "notification custom resource", func() {
+		s.tmpl.ResourceCountIs(jsii.String("Custom::S3BucketNotifications"), jsii.Number(1))
+		s.tmpl.HasResourceProperties(jsii.String("Custom::S3BucketNotifications"), m(
+			"NotificationConfiguration", assertions.Match_ObjectEquals(&map[string]any{
+				"LambdaFunctionConfigurations": []any{m(
+					"Events", []any{"s3:ObjectCreated:*"},
+					"Filter", m("Key", m("FilterRules", assertions.Match_ArrayEquals(&[]any{
+						m("Name", "suffix", "Value", "manifest_committed_head.json"),
+						m("Name", "prefix", "Value", "collections/"),
+					}))),
+					"LambdaFunctionArn", getAttM(observer, "Arn"),
+				)},
+			}),
+		))
 	})
+	// S3 may invoke the observer, only from this bucket and account.
+	check(t, "s3 invoke permission", func() {
+		s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), m(
+			"Action", "lambda:InvokeFunction",
+			"FunctionName", getAttM(observer, "Arn"),
+			"Principal", "s3.amazonaws.com",
+			"SourceAccount", refM("AWS::AccountId"),
+		))
+	})
+	cr := props(s.resource[s.ofType("Custom::S3BucketNotifications")[0]])
+	if render(cr["BucketName"]) != ref(s.id(t, "DataBucket")) {
+		t.Fatalf("notification on %v, want the data bucket", cr["BucketName"])
+	}
+	if n := len(s.ofType("AWS::Events::Rule")); n != 1 {
+		t.Fatalf("%d event rules in notification mode, want only the reconcile schedule", n)
+	}
+}
+
+// EventBridge mode (-c headEvents=eventbridge, the imp stack: an imported
+// bucket): the bucket's EventBridge delivery is switched on through the
+// notifications custom resource, which keeps the bucket's other
+// notifications (Managed false), and no Lambda notification is added; a
+// rule matching exactly the head keys of that bucket invokes the observer,
+// with the failure queue as its dead-letter queue.
+func TestEventBridgeModeRuleFiltersExactHeadKeys(t *testing.T) {
+	s := imp
+	b := s.c.Definition.Bucket
+	observer := s.id(t, exportName(b.NotifyFunction)+"Function")
+	check(t, "bucket sends events to EventBridge, nothing else added", func() {
+		s.tmpl.HasResourceProperties(jsii.String("Custom::S3BucketNotifications"), m(
+			"BucketName", impBucket, "Managed", false,
+			"NotificationConfiguration", assertions.Match_ObjectEquals(&map[string]any{"EventBridgeConfiguration": map[string]any{}}),
+		))
+	})
+	check(t, "head events rule", func() {
+		s.tmpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), m(
+			"Name", b.EventRule,
+			"EventPattern", assertions.Match_ObjectEquals(&map[string]any{
+				"source": []any{"aws.s3"}, "detail-type": []any{"Object Created"},
+				"detail": m("bucket", m("name", []any{impBucket}),
+					"object", m("key", []any{m("wildcard", "collections/*/manifest_committed_head.json")})),
+			}),
+			"Targets", []any{assertions.Match_ObjectLike(&map[string]any{
+				"Arn":              getAttM(observer, "Arn"),
+				"DeadLetterConfig": m("Arn", getAttM(s.id(t, "ObserverFailuresQueue"), "Arn")),
+			})},
+		))
+	})
+	if b.HeadKeyWildcard != "collections/*/manifest_committed_head.json" {
+		t.Fatalf("head key wildcard %q does not follow the contract's head key", b.HeadKeyWildcard)
+	}
 }
 
 func TestQueuesAreFIFOWithFIFODLQs(t *testing.T) {
@@ -233,7 +266,11 @@ func TestReconcileSchedule(t *testing.T) {
 		d := s.c.Definition
 		observer := s.id(t, exportName(d.Bucket.NotifyFunction)+"Function")
 		check(t, "schedule rule", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(1))
+			rules := 1
+			if s.cfg.HeadEvents == resources.HeadEventsEventBridge {
+				rules++ // the head events rule
+			}
+			s.tmpl.ResourceCountIs(jsii.String("AWS::Events::Rule"), jsii.Number(float64(rules)))
 			s.tmpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), m(
 				"ScheduleExpression", fmt.Sprintf("rate(%d minutes)", int(d.ReconcileSchedule.Minutes())),
 				"State", "ENABLED",

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/awslimit"
@@ -49,6 +50,37 @@ type Bucket struct {
 	// notification whose asynchronous invocation failed every attempt
 	// (Lambda's on-failure destination), so no head event is lost silently.
 	NotifyFailureQueue string
+	// HeadKeyWildcard matches exactly the keys of the layout's head objects
+	// (contract.HeadKey of any collection): the key filter of the
+	// EventBridge rule in EventBridge mode.
+	HeadKeyWildcard string
+	// EventRule is the EventBridge rule of EventBridge mode.
+	EventRule string
+}
+
+// Head event modes: how the observer learns of a new head.
+const (
+	// HeadEventsNotification: the bucket's own notification configuration
+	// invokes the observer (prefix and suffix filter). Default.
+	HeadEventsNotification = "notification"
+	// HeadEventsEventBridge: the bucket sends its events to EventBridge and
+	// a rule with an exact head-key filter invokes the observer. For a
+	// bucket whose notification configuration already notifies someone
+	// else for overlapping keys (S3 refuses overlapping configurations).
+	HeadEventsEventBridge = "eventbridge"
+)
+
+// HeadEventPattern is the EventBridge event pattern of EventBridge mode:
+// S3 "Object Created" events of bucket whose key is a head key.
+func (b Bucket) HeadEventPattern(bucket string) map[string]any {
+	return map[string]any{
+		"source":      []any{"aws.s3"},
+		"detail-type": []any{"Object Created"},
+		"detail": map[string]any{
+			"bucket": map[string]any{"name": []any{bucket}},
+			"object": map[string]any{"key": []any{map[string]any{"wildcard": b.HeadKeyWildcard}}},
+		},
+	}
 }
 
 // Table is the coordinator's DynamoDB table. Everything in it is disposable.
@@ -134,7 +166,7 @@ func For(prefix string, p policy.Policy) Definition {
 	return Definition{
 		Prefix: prefix,
 		Bucket: Bucket{Name: prefix + "-data", NotifyPrefix: contract.CollectionsPrefix, NotifySuffix: contract.HeadSuffix, NotifyFunction: FnObserver,
-			NotifyFailureQueue: prefix + "-observer-failures"},
+			NotifyFailureQueue: prefix + "-observer-failures", HeadKeyWildcard: headKeyWildcard(), EventRule: prefix + "-head-events"},
 		Table:    Table{Name: prefix + "-coordinator", PartitionKey: "pk", SortKey: "sk", TTLAttribute: "expires_at"},
 		CCSTable: Table{Name: prefix + "-standin-ccs", PartitionKey: "pk", SortKey: "sk"},
 		Queues: []Queue{
@@ -146,6 +178,12 @@ func For(prefix string, p policy.Policy) Definition {
 		WatermarkKey:      "query-plane/global_safe_ts.json",
 		ReconcileSchedule: 5 * time.Minute,
 	}
+}
+
+// headKeyWildcard is contract.HeadKey with '*' for the collection.
+func headKeyWildcard() string {
+	const placeholder = "xcollectionx"
+	return strings.Replace(contract.HeadKey(placeholder), placeholder, "*", 1)
 }
 
 // Queue returns the queue of a class.

@@ -16,7 +16,7 @@ import (
 // and what the service answered.
 type Call struct {
 	AccessKey string // from the SigV4 Authorization header; "" when unsigned
-	Service   string // "s3", "dynamodb" or "sqs"
+	Service   string // "s3", "dynamodb", "sqs" or "events"
 	Operation string // the API operation, e.g. GetObject, PutItem, SendMessageBatch
 
 	Bucket     string   // S3: the bucket
@@ -86,6 +86,8 @@ func recordCall(r *http.Request, w http.ResponseWriter) *recording {
 	case strings.HasPrefix(target, dynamoTarget):
 		c.Service, c.Operation = "dynamodb", strings.TrimPrefix(target, dynamoTarget)
 		decodeDynamo(c, peekBody(r))
+	case strings.HasPrefix(target, eventsTargetPrefix):
+		c.Service, c.Operation = "events", strings.TrimPrefix(target, eventsTargetPrefix)
 	case strings.HasPrefix(target, sqsTargetPrefx):
 		c.Service, c.Operation = "sqs", strings.TrimPrefix(target, sqsTargetPrefx)
 		var in struct{ QueueUrl, QueueName string }

@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -49,6 +50,7 @@ type Clients struct {
 	S3     *s3.Client
 	Dynamo *dynamodb.Client
 	SQS    *sqs.Client
+	Events *eventbridge.Client
 }
 
 // NewClients builds SDK clients for endpoint (path-style S3).
@@ -57,6 +59,7 @@ func NewClients(cfg aws.Config) Clients {
 		S3:     s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true }),
 		Dynamo: dynamodb.NewFromConfig(cfg),
 		SQS:    sqs.NewFromConfig(cfg),
+		Events: eventbridge.NewFromConfig(cfg),
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -24,6 +26,9 @@ type ProvisionOptions struct {
 	// Local runs scale it down so a failed message returns in seconds rather
 	// than the deployed six times the consumer's timeout.
 	VisibilityTimeout time.Duration
+	// HeadEvents is resources.HeadEventsNotification (default) or
+	// resources.HeadEventsEventBridge, as the deployed stack's context.
+	HeadEvents string
 }
 
 // Provisioned holds what Provision created.
@@ -40,7 +45,7 @@ type Provisioned struct {
 // queues through the real SDK calls, idempotently.
 func Provision(ctx context.Context, c Clients, def resources.Definition, opts ProvisionOptions) (Provisioned, error) {
 	p := Provisioned{Def: def, QueueURLs: map[string]string{}, DLQURLs: map[string]string{}}
-	if err := provisionBucket(ctx, c.S3, def); err != nil {
+	if err := provisionBucket(ctx, c, def, opts.HeadEvents); err != nil {
 		return p, err
 	}
 	for _, t := range []resources.Table{def.Table, def.CCSTable} {
@@ -64,28 +69,67 @@ func Provision(ctx context.Context, c Clients, def resources.Definition, opts Pr
 	return p, nil
 }
 
-func provisionBucket(ctx context.Context, c *s3.Client, def resources.Definition) error {
-	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(def.Bucket.Name)}); err != nil {
-		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(def.Bucket.Name)}); err != nil {
-			return fmt.Errorf("create bucket %s: %w", def.Bucket.Name, err)
+// headConfigID is the Id of the head notification this product owns in a
+// bucket's notification configuration.
+const headConfigID = "committed-head"
+
+// provisionBucket creates the bucket if needed and adds the head events,
+// keeping every notification the bucket already carries (as the deployed
+// stack's bucket-notifications custom resource does): in notification mode
+// a Lambda configuration for the observer (which S3 refuses if it overlaps
+// an existing one), in EventBridge mode the bucket's EventBridge switch and
+// a rule with an exact head-key filter targeting the observer.
+func provisionBucket(ctx context.Context, c Clients, def resources.Definition, mode string) error {
+	b := def.Bucket
+	if _, err := c.S3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b.Name)}); err != nil {
+		if _, err := c.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b.Name)}); err != nil {
+			return fmt.Errorf("create bucket %s: %w", b.Name, err)
 		}
 	}
-	_, err := c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
-		Bucket: aws.String(def.Bucket.Name),
-		NotificationConfiguration: &s3types.NotificationConfiguration{
-			LambdaFunctionConfigurations: []s3types.LambdaFunctionConfiguration{{
-				Id:                aws.String("committed-head"),
-				LambdaFunctionArn: aws.String(FunctionARN(def.Bucket.NotifyFunction)),
-				Events:            []s3types.Event{s3types.EventS3ObjectCreated},
-				Filter: &s3types.NotificationConfigurationFilter{Key: &s3types.S3KeyFilter{FilterRules: []s3types.FilterRule{
-					{Name: s3types.FilterRuleNamePrefix, Value: aws.String(def.Bucket.NotifyPrefix)},
-					{Name: s3types.FilterRuleNameSuffix, Value: aws.String(def.Bucket.NotifySuffix)},
-				}}},
-			}},
-		},
-	})
+	cur, err := c.S3.GetBucketNotificationConfiguration(ctx, &s3.GetBucketNotificationConfigurationInput{Bucket: aws.String(b.Name)})
 	if err != nil {
-		return fmt.Errorf("put notification configuration on %s: %w", def.Bucket.Name, err)
+		return fmt.Errorf("read notification configuration of %s: %w", b.Name, err)
+	}
+	cfg := &s3types.NotificationConfiguration{
+		QueueConfigurations: cur.QueueConfigurations, TopicConfigurations: cur.TopicConfigurations,
+		EventBridgeConfiguration: cur.EventBridgeConfiguration,
+	}
+	for _, f := range cur.LambdaFunctionConfigurations {
+		if aws.ToString(f.Id) != headConfigID {
+			cfg.LambdaFunctionConfigurations = append(cfg.LambdaFunctionConfigurations, f)
+		}
+	}
+	switch mode {
+	case "", resources.HeadEventsNotification:
+		cfg.LambdaFunctionConfigurations = append(cfg.LambdaFunctionConfigurations, s3types.LambdaFunctionConfiguration{
+			Id:                aws.String(headConfigID),
+			LambdaFunctionArn: aws.String(FunctionARN(b.NotifyFunction)),
+			Events:            []s3types.Event{s3types.EventS3ObjectCreated},
+			Filter: &s3types.NotificationConfigurationFilter{Key: &s3types.S3KeyFilter{FilterRules: []s3types.FilterRule{
+				{Name: s3types.FilterRuleNamePrefix, Value: aws.String(b.NotifyPrefix)},
+				{Name: s3types.FilterRuleNameSuffix, Value: aws.String(b.NotifySuffix)},
+			}}},
+		})
+	case resources.HeadEventsEventBridge:
+		cfg.EventBridgeConfiguration = &s3types.EventBridgeConfiguration{}
+	default:
+		return fmt.Errorf("head events mode %q: want %s or %s", mode, resources.HeadEventsNotification, resources.HeadEventsEventBridge)
+	}
+	if _, err := c.S3.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
+		Bucket: aws.String(b.Name), NotificationConfiguration: cfg}); err != nil {
+		return fmt.Errorf("put notification configuration on %s: %w", b.Name, err)
+	}
+	if mode != resources.HeadEventsEventBridge {
+		return nil
+	}
+	pattern, _ := json.Marshal(b.HeadEventPattern(b.Name))
+	if _, err := c.Events.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String(b.EventRule), EventPattern: aws.String(string(pattern)),
+		State: ebtypes.RuleStateEnabled, Description: aws.String("committed heads of " + b.Name + " to the observer")}); err != nil {
+		return fmt.Errorf("put rule %s: %w", b.EventRule, err)
+	}
+	if _, err := c.Events.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String(b.EventRule),
+		Targets: []ebtypes.Target{{Id: aws.String(b.NotifyFunction), Arn: aws.String(FunctionARN(b.NotifyFunction))}}}); err != nil {
+		return fmt.Errorf("put target of rule %s: %w", b.EventRule, err)
 	}
 	return nil
 }

@@ -21,11 +21,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
-// notificationConfiguration is the subset of S3's NotificationConfiguration
-// XML that the stack honours: Lambda function configurations.
+// notificationConfiguration is what the stack honours of a bucket's
+// NotificationConfiguration (see s3config.go for what it refuses).
 type notificationConfiguration struct {
-	XMLName   xml.Name             `xml:"NotificationConfiguration"`
-	Functions []lambdaNotification `xml:"CloudFunctionConfiguration"`
+	Functions   []lambdaNotification
+	EventBridge bool // every event also goes to the EventBridge rules
 }
 
 type lambdaNotification struct {
@@ -171,7 +171,7 @@ func (n *notifier) headObject(bucket, key string) (bool, int64) {
 		}
 		return true, aws.ToInt64(out.ContentLength)
 	}
-	req := httptest.NewRequest(http.MethodHead, "/"+bucket+"/"+key, nil)
+	req := httptest.NewRequest(http.MethodHead, (&url.URL{Path: "/" + bucket + "/" + key}).RequestURI(), nil) // escaped: keys may hold spaces
 	rec := httptest.NewRecorder()
 	n.s.s3.ServeHTTP(rec, req)
 	sz, _ := strconv.ParseInt(rec.Header().Get("Content-Length"), 10, 64)
@@ -199,16 +199,10 @@ func (n *notifier) serveNotificationConfig(w http.ResponseWriter, r *http.Reques
 			writeS3Error(w, http.StatusBadRequest, "MalformedXML", err.Error(), bucket)
 			return
 		}
-		var cfg notificationConfiguration
-		if err := xml.Unmarshal(body, &cfg); err != nil {
-			writeS3Error(w, http.StatusBadRequest, "MalformedXML", "The XML you provided was not well-formed: "+err.Error(), bucket)
+		cfg, cerr := parseNotificationConfiguration(body)
+		if cerr != nil {
+			writeS3Error(w, cerr.status, cerr.code, cerr.message, bucket)
 			return
-		}
-		for _, f := range cfg.Functions {
-			if f.Function == "" || len(f.Events) == 0 {
-				writeS3Error(w, http.StatusBadRequest, "InvalidArgument", "A Lambda function configuration needs CloudFunction and Event", bucket)
-				return
-			}
 		}
 		n.mu.Lock()
 		n.configs[bucket] = cfg
@@ -252,6 +246,9 @@ func (n *notifier) emit(bucket, key, eventName, etag string) {
 		}
 		name := f.Function[strings.LastIndex(f.Function, ":")+1:]
 		n.deliver(HeldEvent{Function: name, Payload: payload})
+	}
+	if cfg.EventBridge {
+		n.s.publish(s3EventBridgeEvent(bucket, key, eventName, etag, size, seq))
 	}
 }
 

@@ -66,6 +66,7 @@ type Stack struct {
 	ddb      http.Handler
 	sqs      http.Handler
 	notify   *notifier
+	events   *eventBus
 	mux      *http.ServeMux
 	counts   *Counter
 	fns      *registry
@@ -95,7 +96,7 @@ func Start(opts Options) (*Stack, error) {
 	s := &Stack{
 		opts: opts, log: opts.Logger, ln: ln, url: "http://" + ln.Addr().String(),
 		ddb: server.NewServer(), mux: http.NewServeMux(), counts: newCounter(),
-		fns: newRegistry(), ctx: ctx, stop: stop, creds: opts.Credentials,
+		fns: newRegistry(), ctx: ctx, stop: stop, creds: opts.Credentials, events: newEventBus(),
 	}
 	if s.creds == nil {
 		s.creds = TestCredentials
@@ -170,6 +171,9 @@ func (s *Stack) route(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(target, sqsTargetPrefx):
 		count("sqs", strings.TrimPrefix(target, sqsTargetPrefx))
 		s.sqs.ServeHTTP(w, r)
+	case strings.HasPrefix(target, eventsTargetPrefix): // always ours, also in front of an upstream
+		count("events", strings.TrimPrefix(target, eventsTargetPrefix))
+		s.serveEvents(w, r)
 	default:
 		count("s3", s3Operation(r))
 		if s.opts.Upstream != "" {

@@ -17,7 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -450,4 +453,95 @@ func credentialsFor(akid string) aws.CredentialsProvider {
 	return aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 		return aws.Credentials{AccessKeyID: akid, SecretAccessKey: "s"}, nil
 	})
+}
+
+// The stack refuses, with an error naming it, a notification destination
+// it would never deliver to, and overlapping configurations as S3 does.
+func TestNotificationConfigurationRefusesWhatItDoesNotHonour(t *testing.T) {
+	_, c, p := startStack(t, false)
+	ctx := context.Background()
+	put := func(cfg s3types.NotificationConfiguration) error {
+		_, err := c.S3.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String(p.Def.Bucket.Name), NotificationConfiguration: &cfg})
+		return err
+	}
+	events := []s3types.Event{s3types.EventS3ObjectCreated}
+	filter := func(prefix, suffix string) *s3types.NotificationConfigurationFilter {
+		return &s3types.NotificationConfigurationFilter{Key: &s3types.S3KeyFilter{FilterRules: []s3types.FilterRule{
+			{Name: s3types.FilterRuleNamePrefix, Value: aws.String(prefix)}, {Name: s3types.FilterRuleNameSuffix, Value: aws.String(suffix)}}}}
+	}
+	fn := func(id, prefix, suffix string) s3types.LambdaFunctionConfiguration {
+		return s3types.LambdaFunctionConfiguration{Id: aws.String(id), LambdaFunctionArn: aws.String(localaws.FunctionARN(id)), Events: events, Filter: filter(prefix, suffix)}
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  s3types.NotificationConfiguration
+		want string
+	}{
+		{"queue target", s3types.NotificationConfiguration{QueueConfigurations: []s3types.QueueConfiguration{{QueueArn: aws.String("arn:aws:sqs:us-east-1:000000000000:q"), Events: events}}},
+			"NotImplemented: the embedded stack does not deliver S3 notifications to SQS queues (QueueConfiguration)"},
+		{"topic target", s3types.NotificationConfiguration{TopicConfigurations: []s3types.TopicConfiguration{{TopicArn: aws.String("arn:aws:sns:us-east-1:000000000000:t"), Events: events}}},
+			"NotImplemented: the embedded stack does not deliver S3 notifications to SNS topics (TopicConfiguration)"},
+		{"overlapping functions", s3types.NotificationConfiguration{LambdaFunctionConfigurations: []s3types.LambdaFunctionConfiguration{
+			fn("a", "collections/", ".json"), fn("b", "collections/c1/", "head.json")}}, "InvalidArgument: Configurations overlap"},
+	} {
+		err := put(tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// Disjoint filters are fine, and EventBridge next to them too.
+	if err := put(s3types.NotificationConfiguration{EventBridgeConfiguration: &s3types.EventBridgeConfiguration{},
+		LambdaFunctionConfigurations: []s3types.LambdaFunctionConfiguration{fn("a", "collections/", ".json"), fn("b", "other/", ".json")}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// EventBridge mode: the bucket's events reach the functions a rule
+// targets, in S3's "Object Created" shape with the key as is; a pattern
+// operator or a target the stack cannot honour is refused.
+func TestEventBridgeRulesDeliverObjectCreatedEvents(t *testing.T) {
+	s, c, p := startStack(t, false)
+	ctx := context.Background()
+	got := make(chan map[string]any, 4)
+	s.RegisterFunction("target", func(_ context.Context, ev map[string]any) error { got <- ev; return nil }, time.Minute)
+	if _, err := c.S3.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{Bucket: aws.String(p.Def.Bucket.Name),
+		NotificationConfiguration: &s3types.NotificationConfiguration{EventBridgeConfiguration: &s3types.EventBridgeConfiguration{}}}); err != nil {
+		t.Fatal(err)
+	}
+	pattern, _ := json.Marshal(p.Def.Bucket.HeadEventPattern(p.Def.Bucket.Name))
+	if _, err := c.Events.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("heads"), EventPattern: aws.String(string(pattern))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Events.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("heads"), Targets: []ebtypes.Target{{Id: aws.String("t"), Arn: aws.String(localaws.FunctionARN("target"))}}}); err != nil {
+		t.Fatal(err)
+	}
+	b := awsio.NewBucket(c.S3, p.Def.Bucket.Name)
+	for _, k := range []string{"collections/c 1/manifest_committed_head.json", "collections/c1/manifests/x.json", "other/manifest_committed_head.json"} {
+		if _, err := b.Put(ctx, k, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d events delivered, want the head key's only", len(got))
+	}
+	ev := <-got
+	detail := ev["detail"].(map[string]any)
+	if ev["source"] != "aws.s3" || ev["detail-type"] != "Object Created" || detail["object"].(map[string]any)["key"] != "collections/c 1/manifest_committed_head.json" {
+		t.Fatalf("event %v", ev)
+	}
+	for name, in := range map[string]*eventbridge.PutRuleInput{
+		"numeric operator": {Name: aws.String("n"), EventPattern: aws.String(`{"detail":{"size":[{"numeric":[">",1]}]}}`)},
+		"anything-but":     {Name: aws.String("a"), EventPattern: aws.String(`{"source":[{"anything-but":"x"}]}`)},
+	} {
+		if _, err := c.Events.PutRule(ctx, in); err == nil || !strings.Contains(err.Error(), "not supported by the embedded stack") {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
+	}
+	if _, err := c.Events.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("heads"), Targets: []ebtypes.Target{{Id: aws.String("q"), Arn: aws.String("arn:aws:sqs:us-east-1:000000000000:q")}}}); err == nil ||
+		!strings.Contains(err.Error(), "only to its Lambda functions") {
+		t.Errorf("queue target: %v, want a refusal", err)
+	}
 }

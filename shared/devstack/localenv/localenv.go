@@ -51,6 +51,9 @@ type Options struct {
 	// and so do the event source mapping and the on-failure destination
 	// acting for it. A function without an entry signs with Credentials.
 	FunctionCredentials map[string]aws.CredentialsProvider
+	// HeadEvents is how head events reach the observer:
+	// resources.HeadEventsNotification (default) or HeadEventsEventBridge.
+	HeadEvents string
 	// OnCall receives every AWS API request the stack served (see
 	// localaws.Call), e.g. to judge the functions' calls against their
 	// deployed policies.
@@ -154,8 +157,8 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 func (e *Env) init(ctx context.Context, opts Options) error {
 	def := resources.Default(opts.Prefix)
 	e.Clients = app.ClientsFrom(e.Stack.Config(), true)
-	prov, err := localaws.Provision(ctx, localaws.Clients{S3: e.Clients.S3, Dynamo: e.Clients.Dynamo, SQS: e.Clients.SQS}, def,
-		localaws.ProvisionOptions{VisibilityTimeout: opts.VisibilityTimeout})
+	prov, err := localaws.Provision(ctx, localaws.Clients{S3: e.Clients.S3, Dynamo: e.Clients.Dynamo, SQS: e.Clients.SQS, Events: e.Stack.Clients().Events}, def,
+		localaws.ProvisionOptions{VisibilityTimeout: opts.VisibilityTimeout, HeadEvents: opts.HeadEvents})
 	if err != nil {
 		return fmt.Errorf("provision: %w", err)
 	}

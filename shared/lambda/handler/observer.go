@@ -16,7 +16,8 @@ import (
 	"github.com/searchfabric/bcc/shared/metrics"
 )
 
-// Observer handles S3 head notifications and scheduled reconciliation.
+// Observer handles head events (S3 notifications, or S3 "Object Created"
+// events through EventBridge) and scheduled reconciliation.
 type Observer struct {
 	uc      *observe.Observer
 	catalog observe.Catalog
@@ -75,6 +76,19 @@ func (h *Observer) Handle(ctx context.Context, raw json.RawMessage) (ObserverRes
 			return ObserverResponse{}, fmt.Errorf("decode S3 event: %w", err)
 		}
 		return h.handleS3(ctx, ev)
+	case env.Source == "aws.s3" && env.DetailType == "Object Created":
+		// EventBridge mode: the key is carried as is (not URL-encoded).
+		var ev struct {
+			Detail struct {
+				Object struct {
+					Key string `json:"key"`
+				} `json:"object"`
+			} `json:"detail"`
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil || ev.Detail.Object.Key == "" {
+			return ObserverResponse{}, fmt.Errorf("%w: S3 EventBridge event without detail.object.key: %v", ErrUnrecognisedEvent, err)
+		}
+		return h.handleKeys(ctx, []string{ev.Detail.Object.Key})
 	case env.Source == "aws.events" && env.DetailType == "Scheduled Event":
 		rep, err := h.uc.Reconcile(ctx, h.catalog)
 		return ObserverResponse{Reconcile: &rep}, err
@@ -83,10 +97,18 @@ func (h *Observer) Handle(ctx context.Context, raw json.RawMessage) (ObserverRes
 }
 
 func (h *Observer) handleS3(ctx context.Context, ev events.S3Event) (ObserverResponse, error) {
+	var keys []string
+	for _, r := range ev.Records {
+		keys = append(keys, r.S3.Object.URLDecodedKey)
+	}
+	return h.handleKeys(ctx, keys)
+}
+
+// handleKeys observes the head keys of one event, in order.
+func (h *Observer) handleKeys(ctx context.Context, keys []string) (ObserverResponse, error) {
 	var resp ObserverResponse
 	var errs []error
-	for _, r := range ev.Records {
-		key := r.S3.Object.URLDecodedKey
+	for _, key := range keys {
 		res, err := h.uc.HandleKey(ctx, key)
 		if err != nil {
 			h.log.Error("head not observed", "key", key, "err", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/resources"
 )
 
 // CoordinatorMetrics are the EMF metric names the functions emit in the
@@ -99,7 +100,7 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 	alarm("GCRefusedAlarm", p+"-gc-refused",
 		"GC refused to delete for a collection whose lineage it cannot fully trust (see the Reason dimension and the gc logs); it deletes nothing there until fixed",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String("GCRefused"),
-			DimensionsMap: &map[string]*string{"Function": jsii.String("gc")}, Statistic: jsii.String("Sum"), Period: five}), 0)
+			DimensionsMap: c.dims(resources.FnGC), Statistic: jsii.String("Sum"), Period: five}), 0)
 
 	var errs, dur, throttles, conc []awscloudwatch.IMetric
 	for _, f := range c.Definition.Functions {
@@ -119,7 +120,8 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 	// Function+Reason for GCDeferred) so new emitters appear without a deploy.
 	search := func(name string) awscloudwatch.IMetric {
 		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression:   jsii.String(fmt.Sprintf(`SEARCH('Namespace="%s" MetricName="%s"', 'Sum', 300)`, metrics.Namespace, name)),
+			Expression: jsii.String(fmt.Sprintf(`SEARCH('Namespace="%s" %s="%s" MetricName="%s"', 'Sum', 300)`,
+				metrics.Namespace, metrics.DimDeployment, p, name)),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{},
 			Label:        jsii.String(name),
 			Period:       five,
@@ -137,14 +139,14 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 	lag := func(fn, name, stat string) awscloudwatch.Metric {
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(name),
-			DimensionsMap: &map[string]*string{"Function": jsii.String(fn)},
+			DimensionsMap: c.dims(fn),
 			Statistic:     jsii.String(stat), Period: five, Label: jsii.String(name + " " + stat),
 		})
 	}
 	plain := func(fn, name, stat string) awscloudwatch.IMetric { // unlabeled: a plain alarm metric
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String(name),
-			DimensionsMap: &map[string]*string{"Function": jsii.String(fn)}, Statistic: jsii.String(stat), Period: five,
+			DimensionsMap: c.dims(fn), Statistic: jsii.String(stat), Period: five,
 		})
 	}
 	lagAlarm := awscloudwatch.NewAlarm(c.Stack, jsii.String("ObserveLagAlarm"), &awscloudwatch.AlarmProps{
@@ -198,6 +200,13 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 			Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(8), Height: jsii.Number(6),
 		}),
 	)
+}
+
+// dims selects this deployment's series of a function's EMF metric: every
+// line names the deployment (metrics.NewFor, resources.EnvDeployment), so a
+// second stack in the same account never adds into these.
+func (c *Coordinator) dims(fn string) *map[string]*string {
+	return &map[string]*string{metrics.DimDeployment: jsii.String(c.Definition.Prefix), metrics.DimFunction: jsii.String(fn)}
 }
 
 // addAlarmTopic sets c.AlarmTopic from context: an existing topic by ARN, or

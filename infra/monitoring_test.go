@@ -70,7 +70,7 @@ func TestDashboardShowsQueuesDLQsFunctionsAndCoordinatorMetrics(t *testing.T) {
 		}
 		for _, name := range []string{"HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed", "TasksEnqueued",
 			"StaleResultsDropped", "CutoversAccepted", "ObjectsDeleted", "GCDeferred", "LeaseLost"} {
-			want = append(want, fmt.Sprintf(`SEARCH('Namespace="BCC" MetricName="%s"', 'Sum', 300)`, name))
+			want = append(want, fmt.Sprintf(`SEARCH('Namespace="BCC" Deployment="%s" MetricName="%s"', 'Sum', 300)`, s.c.Definition.Prefix, name))
 		}
 		for _, w := range want {
 			if !strings.Contains(got, w) {
@@ -104,14 +104,14 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 		check(t, "gc refused alarm", func() {
 			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
 				"Namespace", "BCC", "MetricName", "GCRefused", "Statistic", "Sum",
-				"Dimensions", []any{m("Name", "Function", "Value", "gc")},
+				"Dimensions", assertions.Match_ArrayWith(&[]any{m("Name", "Deployment", "Value", d.Prefix), m("Name", "Function", "Value", "gc")}),
 				"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(0), "AlarmActions", actions,
 			))
 		})
 		check(t, "observer lag alarm", func() {
 			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
 				"Namespace", "BCC", "MetricName", "ObserveLagMs", "ExtendedStatistic", "p99",
-				"Dimensions", []any{m("Name", "Function", "Value", "observer")},
+				"Dimensions", assertions.Match_ArrayWith(&[]any{m("Name", "Deployment", "Value", d.Prefix), m("Name", "Function", "Value", "observer")}),
 				"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(ObserveLagAlarmThreshold.Milliseconds()),
 				"EvaluationPeriods", float64(3), "AlarmActions", actions,
 			))
@@ -146,6 +146,32 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 					"AlarmActions", actions,
 				))
 			})
+		}
+	})
+}
+
+// Two stacks in one account never mix: every alarm on a coordinator (EMF)
+// metric and every coordinator metric on the dashboard selects its own
+// deployment; AWS metrics are per resource, whose names carry the prefix.
+func TestEveryCoordinatorMetricAndAlarmSelectsItsDeployment(t *testing.T) {
+	both(t, func(t *testing.T, s *synth) {
+		prefix := s.c.Definition.Prefix
+		for _, id := range s.ofType("AWS::CloudWatch::Alarm") {
+			p := props(s.resource[id])
+			if p["Namespace"] != "BCC" {
+				if !strings.HasPrefix(fmt.Sprint(p["Namespace"]), "AWS/") {
+					t.Errorf("alarm %s on namespace %v", id, p["Namespace"])
+				}
+				continue
+			}
+			if !strings.Contains(render(p["Dimensions"]), `{"Name":"Deployment","Value":"`+prefix+`"}`) {
+				t.Errorf("alarm %s (%v) does not select deployment %s: %s", id, p["MetricName"], prefix, render(p["Dimensions"]))
+			}
+		}
+		for _, line := range dashboardMetrics(s.dashboard(t)) {
+			if strings.Contains(line, "BCC") && !strings.Contains(line, `Deployment="`+prefix+`"`) && !strings.Contains(line, "Deployment "+prefix) {
+				t.Errorf("dashboard metric does not select deployment %s: %s", prefix, line)
+			}
 		}
 	})
 }

@@ -12,20 +12,33 @@ import (
 // Namespace of every coordinator metric.
 const Namespace = "BCC"
 
+// Dimension names every line carries.
+const (
+	DimDeployment = "Deployment" // the deployment's name (resources.EnvDeployment): two stacks in one account never mix
+	DimFunction   = "Function"
+)
+
 // Recorder accumulates counters keyed by metric name and one optional
 // dimension value.
 type Recorder struct {
-	mu       sync.Mutex
-	function string
-	counts   map[key]float64
-	timings  map[string][]float64 // milliseconds, flushed as EMF value arrays
+	mu         sync.Mutex
+	deployment string
+	function   string
+	counts     map[key]float64
+	timings    map[string][]float64 // milliseconds, flushed as EMF value arrays
 }
 
 type key struct{ name, dimName, dimValue string }
 
-// New returns a recorder for one function.
-func New(function string) *Recorder {
-	return &Recorder{function: function, counts: map[key]float64{}, timings: map[string][]float64{}}
+// New returns a recorder for one function with no deployment dimension
+// (tests and tools; deployed functions use NewFor).
+func New(function string) *Recorder { return NewFor("", function) }
+
+// NewFor returns a recorder for one function of one deployment: every
+// metric is declared on (Deployment, Function) [and its own dimension], so
+// dashboards and alarms select exactly their deployment's series.
+func NewFor(deployment, function string) *Recorder {
+	return &Recorder{deployment: deployment, function: function, counts: map[key]float64{}, timings: map[string][]float64{}}
 }
 
 // Duration records one observation of a duration metric (e.g. how far the
@@ -111,10 +124,15 @@ func (r *Recorder) writeLine(w io.Writer, now time.Time, group string, vals map[
 	// A metric with a dimension (e.g. GCDeferred by Reason) is also
 	// declared on Function alone, so CloudWatch keeps the per-function
 	// total that alarms need (alarms cannot SEARCH across dimension values).
-	dimSets := [][]string{{"Function"}}
-	line := map[string]any{"Function": r.function}
+	base := []string{DimFunction}
+	line := map[string]any{DimFunction: r.function}
+	if r.deployment != "" {
+		base = []string{DimDeployment, DimFunction}
+		line[DimDeployment] = r.deployment
+	}
+	dimSets := [][]string{base}
 	if dimName, dimValue, _ := cut(group); dimName != "" {
-		dimSets = append(dimSets, []string{"Function", dimName})
+		dimSets = append(dimSets, append(slices.Clone(base), dimName))
 		line[dimName] = dimValue
 	}
 	var defs []map[string]string

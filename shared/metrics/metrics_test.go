@@ -44,3 +44,34 @@ func TestFlushWritesEMF(t *testing.T) {
 		t.Fatalf("flush did not reset: %s", b.String())
 	}
 }
+
+// A deployed function's every metric carries the deployment's name, so two
+// stacks in one account never add up into one series.
+func TestEveryDimensionSetNamesTheDeployment(t *testing.T) {
+	r := NewFor("acme", "gc")
+	r.Add("ObjectsDeleted", 2)
+	r.AddDim("GCDeferred", "Reason", "watermark", 1)
+	r.Duration("TaskWaitMs", 3*time.Millisecond)
+	var b strings.Builder
+	if err := r.Flush(&b, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["Deployment"] != "acme" {
+			t.Errorf("line without the deployment: %s", l)
+		}
+		for _, set := range m["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"].([]any) {
+			if set.([]any)[0] != "Deployment" {
+				t.Errorf("dimension set %v does not start with Deployment", set)
+			}
+		}
+	}
+}

@@ -256,6 +256,9 @@ func (c *Coordinator) envValues(cfg Config) (map[string]*string, error) {
 		resources.EnvWatermarkBucket:   jsii.String(wmBucket),
 		resources.EnvWatermarkKey:      jsii.String(wmKey),
 		resources.EnvPolicy:            jsii.String(cfg.Policy),
+		resources.EnvOwnerAuth:         jsii.String(cfg.OwnerAuth),
+		resources.EnvOwnerSigning:      jsii.String(cfg.OwnerSigning),
+		resources.EnvDeployment:        jsii.String(c.Definition.Prefix),
 	}
 	queueEnv := map[string]string{
 		resources.QueueCompaction: resources.EnvCompactionQueue,

@@ -121,6 +121,12 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				}
 			}
 			allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, getAtt(s.id(t, exportName(f.Name)+"Logs"), "Arn"))
+			if s == imp { // signed owner calls: exactly the contract's routes (derived), or the ARN given in context
+				allow([]string{"execute-api:Invoke"}, impCCSArn)
+				if f.Name == resources.FnHandoff {
+					allow([]string{"execute-api:Invoke"}, "arn:${AWS::Partition}:execute-api:eu-west-1:${AWS::AccountId}:a1b2c3d4e5/prod/POST/v1/cutover")
+				}
+			}
 			switch f.Name {
 			case resources.FnObserver:
 				allow([]string{"s3:GetObject"}, heads, manifests)

@@ -27,8 +27,9 @@ import (
 //
 //   - def: cdk.json's context as is (data bucket created, no alarm topic);
 //   - imp: an existing bucket imported by name, head events through
-//     EventBridge, external endpoints, a watermark in another bucket, an
-//     alarm email, another prefix.
+//     EventBridge, owner endpoints (an API Gateway URL and a custom domain
+//     with its invoke ARN), a watermark in another bucket, an alarm email,
+//     another prefix.
 //
 // The function assets are the real functions (functions/<name>/main.go),
 // built for linux/arm64 into a temporary directory. Before the functions
@@ -51,8 +52,10 @@ const (
 	impBucket    = "existing-data-bucket"
 	impWMBucket  = "query-plane-watermarks"
 	impWMKey     = "global/safe_ts.json"
-	impPublisher = "https://publisher.internal.example/v1"
-	impCCS       = "https://ccs.internal.example/v1"
+	impPublisher = "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/prod/v1" // API Gateway: the grant is derived
+	impCCS       = "https://ccs.internal.example/v1"                                // a custom domain: the ARN comes from context
+	impCCSArn    = "arn:aws:execute-api:eu-west-1:111122223333:ccsapi0001/prod/*"
+	impSigning   = "execute-api:eu-west-1"
 	impEmail     = "oncall@example.com"
 	impPolicy    = `{"compaction":{"merge_factor":6},"functions":{"compaction_timeout_ms":"4m"}}`
 )
@@ -117,7 +120,7 @@ func setup(m *testing.M) (int, error) {
 	if imp, err = synthesize(ctx, map[string]any{
 		CtxPrefix: "acme", CtxDataBucketName: impBucket, CtxPublisherEndpoint: impPublisher, CtxCCSEndpoint: impCCS,
 		CtxWatermarkBucket: impWMBucket, CtxWatermarkKey: impWMKey, CtxAlarmEmail: impEmail, CtxPolicy: impPolicy,
-		CtxHeadEvents: resources.HeadEventsEventBridge,
+		CtxHeadEvents: resources.HeadEventsEventBridge, CtxCCSInvokeArn: impCCSArn, CtxOwnerSigning: impSigning,
 	}, assets, filepath.Join(tmp, "out-imp")); err != nil {
 		return 1, err
 	}

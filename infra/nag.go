@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -31,6 +32,8 @@ const (
 		"notification configuration) writes its own logs through AWSLambdaBasicExecutionRole; CDK creates that role and offers no way to replace the managed policy."
 	ReasonAccessLogBucket = "S1: this is the server access log destination of the data bucket; logging it to another bucket " +
 		"would only move the finding (or loop)."
+	ReasonOwnerRouteWildcard = "IAM5: the '*' is one path segment of an owner API route (a collection name in GET /collections/*/facts, shared/contract CCSRoutes), " +
+		"or part of an owner invoke ARN the operator gave in context; the grant is the single action execute-api:Invoke (or lambda:InvokeFunctionUrl) on that owner only."
 	ReasonFailureDestination = "SQS3: this queue is itself the terminal failure destination of the observer's asynchronous invocations " +
 		"(Lambda on-failure destination); nothing consumes it automatically, an alarm fires when it is not empty, so it has no DLQ of its own."
 )
@@ -54,6 +57,32 @@ func addSuppressions(c *Coordinator) error {
 		cdknag.NagSuppressions_AddResourceSuppressions(c.Roles[f.Name], &[]*cdknag.NagPackSuppression{{
 			Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(ReasonObjectKeyWildcards), AppliesTo: &applies,
 		}}, jsii.Bool(true))
+	}
+
+	for _, f := range c.Definition.Functions {
+		var applies []interface{}
+		for _, o := range c.Owners {
+			if !slices.Contains(f.Env, o.env) {
+				continue
+			}
+			for _, r := range o.resource {
+				if !strings.Contains(r, "*") {
+					continue
+				}
+				tail := r
+				if i := strings.Index(r, ":execute-api:"); i >= 0 && o.arn == "" {
+					tail = r[strings.LastIndex(r, ":")+1:] // after the account token: <api>/<stage>/<METHOD>/<path>
+					applies = append(applies, &cdknag.RegexAppliesTo{Regex: jsii.String("/^Resource::.+:" + strings.ReplaceAll(regexp.QuoteMeta(tail), "/", `\/`) + "$/")})
+					continue
+				}
+				applies = append(applies, "Resource::"+tail)
+			}
+		}
+		if len(applies) > 0 {
+			cdknag.NagSuppressions_AddResourceSuppressions(c.Roles[f.Name], &[]*cdknag.NagPackSuppression{{
+				Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(ReasonOwnerRouteWildcard), AppliesTo: &applies,
+			}}, jsii.Bool(true))
+		}
 	}
 
 	handler := findChild(c.Stack, "BucketNotificationsHandler")

@@ -23,18 +23,22 @@ import (
 
 // Context keys the app reads (cdk.json "context", or `cdk -c key=value`).
 const (
-	CtxPrefix            = "prefix"            // resource name prefix, default "bcc"
-	CtxStackName         = "stackName"         // default "<prefix>-coordinator"
-	CtxAssetDir          = "assetDir"          // dir with <function>/bootstrap, default "build" (relative to the repo root)
-	CtxDataBucketName    = "dataBucketName"    // import this existing bucket instead of creating one
-	CtxPublisherEndpoint = "publisherEndpoint" // Manifest Publisher base URL
-	CtxCCSEndpoint       = "ccsEndpoint"       // Catalog Control Service base URL
-	CtxWatermarkBucket   = "watermarkBucket"   // bucket of the query plane's global_safe_ts (default: data bucket)
-	CtxWatermarkKey      = "watermarkKey"      // key of the watermark (default: resources WatermarkKey)
-	CtxPolicy            = "policy"            // optional JSON policy override (BCC_POLICY)
-	CtxAlarmEmail        = "alarmEmail"        // create an alarm topic with this email subscription
-	CtxAlarmTopicArn     = "alarmTopicArn"     // or send alarms to this existing topic
-	CtxHeadEvents        = "headEvents"        // "notification" (default) or "eventbridge"
+	CtxPrefix             = "prefix"             // resource name prefix, default "bcc"
+	CtxStackName          = "stackName"          // default "<prefix>-coordinator"
+	CtxAssetDir           = "assetDir"           // dir with <function>/bootstrap, default "build" (relative to the repo root)
+	CtxDataBucketName     = "dataBucketName"     // import this existing bucket instead of creating one
+	CtxPublisherEndpoint  = "publisherEndpoint"  // Manifest Publisher base URL
+	CtxCCSEndpoint        = "ccsEndpoint"        // Catalog Control Service base URL
+	CtxWatermarkBucket    = "watermarkBucket"    // bucket of the query plane's global_safe_ts (default: data bucket)
+	CtxWatermarkKey       = "watermarkKey"       // key of the watermark (default: resources WatermarkKey)
+	CtxPolicy             = "policy"             // optional JSON policy override (BCC_POLICY)
+	CtxAlarmEmail         = "alarmEmail"         // create an alarm topic with this email subscription
+	CtxAlarmTopicArn      = "alarmTopicArn"      // or send alarms to this existing topic
+	CtxHeadEvents         = "headEvents"         // "notification" (default) or "eventbridge"
+	CtxOwnerAuth          = "ownerAuth"          // "sigv4" (default) or "none"
+	CtxOwnerSigning       = "ownerSigning"       // <service>:<region> for an owner host that does not say (a custom domain)
+	CtxPublisherInvokeArn = "publisherInvokeArn" // what the functions may invoke at the publisher (default: derived from an API Gateway URL)
+	CtxCCSInvokeArn       = "ccsInvokeArn"       // the same for CCS
 )
 
 // DefaultPrefix is the resource prefix when the context sets none.
@@ -42,18 +46,22 @@ const DefaultPrefix = "bcc"
 
 // Config is everything the stack needs besides the resource definition.
 type Config struct {
-	Prefix            string
-	StackName         string
-	AssetDir          string
-	DataBucketName    string
-	PublisherEndpoint string
-	CCSEndpoint       string
-	WatermarkBucket   string
-	WatermarkKey      string
-	Policy            string
-	AlarmEmail        string
-	AlarmTopicArn     string
-	HeadEvents        string // resources.HeadEvents*
+	Prefix             string
+	StackName          string
+	AssetDir           string
+	DataBucketName     string
+	PublisherEndpoint  string
+	CCSEndpoint        string
+	WatermarkBucket    string
+	WatermarkKey       string
+	Policy             string
+	AlarmEmail         string
+	AlarmTopicArn      string
+	HeadEvents         string // resources.HeadEvents*
+	OwnerAuth          string // resources.OwnerAuth*
+	OwnerSigning       string
+	PublisherInvokeArn string
+	CCSInvokeArn       string
 }
 
 // ConfigFromContext reads the configuration from a construct's context.
@@ -91,6 +99,10 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		{&c.AlarmEmail, CtxAlarmEmail, ""},
 		{&c.AlarmTopicArn, CtxAlarmTopicArn, ""},
 		{&c.HeadEvents, CtxHeadEvents, resources.HeadEventsNotification},
+		{&c.OwnerAuth, CtxOwnerAuth, resources.OwnerAuthSigV4},
+		{&c.OwnerSigning, CtxOwnerSigning, ""},
+		{&c.PublisherInvokeArn, CtxPublisherInvokeArn, ""},
+		{&c.CCSInvokeArn, CtxCCSInvokeArn, ""},
 	} {
 		if *f.dst, err = get(f.key, f.def); err != nil {
 			return Config{}, err
@@ -125,6 +137,7 @@ type Coordinator struct {
 	Roles          map[string]awsiam.Role
 	AlarmTopic     awssns.ITopic // nil when no alarm destination is configured
 	AlarmCount     int
+	Owners         []ownerEndpoint // owner endpoints the functions sign their calls to
 	Dashboard      awscloudwatch.Dashboard
 }
 
@@ -141,6 +154,9 @@ func NewCoordinatorStack(scope constructs.Construct, id string, props *Coordinat
 	}
 	if cfg.HeadEvents == "" {
 		cfg.HeadEvents = resources.HeadEventsNotification
+	}
+	if cfg.OwnerAuth == "" {
+		cfg.OwnerAuth = resources.OwnerAuthSigV4
 	}
 	// The functions get cfg.Policy as BCC_POLICY; their timeouts (and the
 	// queues' visibility timeouts) come from the same policy.
@@ -177,6 +193,12 @@ func NewCoordinatorStack(scope constructs.Construct, id string, props *Coordinat
 		return nil, err
 	}
 	c.addPolicies(cfg)
+	owners, err := c.ownerEndpoints(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.Owners = owners
+	c.addOwnerGrants(owners)
 	c.addEventSources()
 	c.addMonitoring(cfg)
 	c.addOutputs()
@@ -238,6 +260,14 @@ func validate(def resources.Definition, cfg Config) error {
 	}
 	if cfg.HeadEvents != resources.HeadEventsNotification && cfg.HeadEvents != resources.HeadEventsEventBridge {
 		return fmt.Errorf("context: %s %q: want %s or %s", CtxHeadEvents, cfg.HeadEvents, resources.HeadEventsNotification, resources.HeadEventsEventBridge)
+	}
+	if cfg.OwnerAuth != resources.OwnerAuthSigV4 && cfg.OwnerAuth != resources.OwnerAuthNone {
+		return fmt.Errorf("context: %s %q: want %s or %s", CtxOwnerAuth, cfg.OwnerAuth, resources.OwnerAuthSigV4, resources.OwnerAuthNone)
+	}
+	if cfg.OwnerSigning != "" {
+		if _, _, err := resources.ParseOwnerSigning(cfg.OwnerSigning); err != nil {
+			return fmt.Errorf("context %s: %w", CtxOwnerSigning, err)
+		}
 	}
 	if strings.HasPrefix(cfg.WatermarkKey, "/") {
 		return fmt.Errorf("context: %s must be an object key without a leading slash", CtxWatermarkKey)

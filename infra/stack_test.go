@@ -226,11 +226,11 @@ func TestFunctionEnvironmentIsExactlyTheDefinedVariables(t *testing.T) {
 	both(t, func(t *testing.T, s *synth) {
 		d := s.c.Definition
 		bucket, wmBucket, wmKey := impBucket, impWMBucket, impWMKey
-		publisher, ccs, policy := impPublisher, impCCS, impPolicy
+		publisher, ccs, policy, signing := impPublisher, impCCS, impPolicy, impSigning
 		if s == def {
 			bucket = ref(s.id(t, "DataBucket"))
 			wmBucket, wmKey = bucket, d.WatermarkKey
-			publisher, ccs, policy = "", "", ""
+			publisher, ccs, policy, signing = "", "", "", ""
 		}
 		want := map[string]string{
 			resources.EnvBucket:            bucket,
@@ -243,6 +243,9 @@ func TestFunctionEnvironmentIsExactlyTheDefinedVariables(t *testing.T) {
 			resources.EnvWatermarkBucket:   wmBucket,
 			resources.EnvWatermarkKey:      wmKey,
 			resources.EnvPolicy:            policy,
+			resources.EnvOwnerAuth:         resources.OwnerAuthSigV4,
+			resources.EnvOwnerSigning:      signing,
+			resources.EnvDeployment:        d.Prefix,
 		}
 		for _, f := range d.Functions {
 			env := props(s.resource[s.id(t, exportName(f.Name)+"Function")])["Environment"].(map[string]any)["Variables"].(map[string]any)
@@ -496,5 +499,55 @@ func TestInvalidPolicyFailsSynthesis(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "functions.compaction_timeout_ms") {
 		t.Fatalf("err = %v, want a policy error naming functions.compaction_timeout_ms", err)
+	}
+}
+
+// Signed owner calls need a grant to invoke the owner: derived exactly from
+// an API Gateway URL (one ARN per contract route), or given in context. An
+// endpoint that does not name its API or function is a synthesis error,
+// never a wildcard grant; ownerAuth=none grants nothing.
+func TestOwnerEndpointsNeedAKnownInvokeTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  map[string]any
+		want string // error substring; "" = no error
+	}{
+		{"custom domain without ARN", map[string]any{CtxCCSEndpoint: "https://ccs.example.com"}, "context ccsInvokeArn: cannot tell which API"},
+		{"function URL without ARN", map[string]any{CtxPublisherEndpoint: "https://abcdefghij.lambda-url.eu-west-1.on.aws/"}, "is a Lambda function URL, which does not name its function"},
+		{"function URL with ARN", map[string]any{CtxPublisherEndpoint: "https://abcdefghij.lambda-url.eu-west-1.on.aws/",
+			CtxPublisherInvokeArn: "arn:aws:lambda:eu-west-1:111122223333:function:publisher"}, ""},
+		{"not an ARN", map[string]any{CtxCCSEndpoint: "https://ccs.example.com", CtxCCSInvokeArn: "ccs"}, "is not an ARN"},
+		{"no auth", map[string]any{CtxCCSEndpoint: "https://ccs.example.com", CtxOwnerAuth: resources.OwnerAuthNone}, ""},
+		{"bad auth", map[string]any{CtxOwnerAuth: "basic"}, `ownerAuth "basic"`},
+		{"bad signing", map[string]any{CtxOwnerSigning: "s3:eu-west-1"}, "ownerSigning"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, err := cdkJSONContext()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.ctx {
+				ctx[k] = v
+			}
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
+			cfg, err := ConfigFromContext(app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.AssetDir = def.cfg.AssetDir
+			c, err := NewCoordinatorStack(app, "owners", &CoordinatorStackProps{Config: cfg})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.ctx[CtxOwnerAuth] == resources.OwnerAuthNone && len(c.Owners) != 0 {
+					t.Fatalf("ownerAuth none granted %v", c.Owners)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -36,8 +36,11 @@ const (
 	EnvCCSEndpoint       = "BCC_CCS_ENDPOINT"
 	EnvWatermarkBucket   = "BCC_WATERMARK_BUCKET"
 	EnvWatermarkKey      = "BCC_WATERMARK_KEY"
-	EnvAWSEndpoint       = "BCC_AWS_ENDPOINT" // local stacks only; empty on AWS
-	EnvPolicy            = "BCC_POLICY"       // optional JSON overriding the default policy
+	EnvAWSEndpoint       = "BCC_AWS_ENDPOINT"  // local stacks only; empty on AWS
+	EnvPolicy            = "BCC_POLICY"        // optional JSON overriding the default policy
+	EnvOwnerAuth         = "BCC_OWNER_AUTH"    // sigv4 (default) or none: how owner requests are authenticated
+	EnvOwnerSigning      = "BCC_OWNER_SIGNING" // <service>:<region> signing owner requests to a host that does not say (a custom domain)
+	EnvDeployment        = "BCC_DEPLOYMENT"    // the deployment's name: a dimension of every metric
 )
 
 // Bucket is the data bucket and its head notification.
@@ -144,13 +147,13 @@ func For(prefix string, p policy.Policy) Definition {
 	t := p.Functions
 	fns := []Function{
 		{Name: FnObserver, Description: "re-reads committed heads, updates debt, enqueues fenced tasks", Timeout: t.ObserverTimeout.D(), MemoryMB: 256,
-			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvCCSEndpoint, EnvPolicy}},
+			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnCompaction, Description: "leases and runs version-fenced compaction", Timeout: t.CompactionTimeout.D(), MemoryMB: 1024,
-			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy}},
+			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnGC, Description: "re-checks the delete predicate and deletes in paced batches", Timeout: t.GCTimeout.D(), MemoryMB: 512,
-			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy}},
+			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnHandoff, Description: "hands results to the publisher and release intents to CCS", Timeout: t.HandoffTimeout.D(), MemoryMB: 256,
-			Env: []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy}},
+			Env: []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 	}
 	timeout := map[string]time.Duration{}
 	for _, f := range fns {

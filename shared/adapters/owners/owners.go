@@ -18,6 +18,7 @@ import (
 type Client struct {
 	base string
 	http *http.Client
+	sign *signing // nil: unsigned (AuthNone)
 }
 
 // New returns a client for base (e.g. http://127.0.0.1:4566/_bcc/publisher).
@@ -29,19 +30,25 @@ func New(base string, timeout time.Duration) *Client {
 var ErrRefused = errors.New("refused by owner")
 
 func (c *Client) do(ctx context.Context, method, path string, in any, write bool) ([]byte, error) {
+	var payload []byte
 	var body io.Reader
 	if in != nil {
 		b, err := contract.Encode(in)
 		if err != nil {
 			return nil, err
 		}
-		body = bytes.NewReader(b)
+		payload, body = b, bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if c.sign != nil {
+		if err := signRequest(ctx, c.sign, req, payload); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if write {

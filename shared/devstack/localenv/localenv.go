@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -13,9 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/adapters/owners"
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/devstack/localaws"
 	"github.com/searchfabric/bcc/shared/devstack/standin/ccs"
+	"github.com/searchfabric/bcc/shared/devstack/standin/iamauth"
 	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
 	"github.com/searchfabric/bcc/shared/devstack/standin/watermark"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
@@ -54,6 +57,9 @@ type Options struct {
 	// HeadEvents is how head events reach the observer:
 	// resources.HeadEventsNotification (default) or HeadEventsEventBridge.
 	HeadEvents string
+	// OnOwnerCall learns of every request a stand-in owner admitted, with
+	// the access key that signed it.
+	OnOwnerCall func(r *http.Request, accessKey string)
 	// OnCall receives every AWS API request the stack served (see
 	// localaws.Call), e.g. to judge the functions' calls against their
 	// deployed policies.
@@ -172,8 +178,15 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 	e.CCS = ccs.New(internal.Dynamo, def.CCSTable.Name, opts.Now)
 	e.Watermark = watermark.New(e.Bucket, def.WatermarkKey)
 	e.Workload = workload.New(e.Publisher, e.CCS, e.Bucket, opts.Now, opts.Seed, opts.Workload)
-	e.Stack.Mount("publisher", e.Publisher.Handler())
-	e.Stack.Mount("ccs", e.CCS.Handler())
+	// The stand-ins admit only SigV4-signed requests of known identities,
+	// as a deployed owner API with AWS_IAM authorization does.
+	identities := []aws.CredentialsProvider{localaws.TestCredentials, opts.Credentials}
+	for _, c := range opts.FunctionCredentials {
+		identities = append(identities, c)
+	}
+	auth := &iamauth.Verifier{Service: owners.ServiceAPIGateway, Region: localaws.Region, Secret: iamauth.Keys(identities...), OnVerified: opts.OnOwnerCall}
+	e.Stack.Mount("publisher", auth.Wrap(e.Publisher.Handler()))
+	e.Stack.Mount("ccs", auth.Wrap(e.CCS.Handler()))
 	pol := policy.Default()
 	if opts.Policy != nil {
 		pol = *opts.Policy
@@ -182,6 +195,7 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 		Bucket: def.Bucket.Name, Table: def.Table.Name, QueueURLs: prov.QueueURLs,
 		PublisherEndpoint: e.Stack.ServiceURL("publisher"), CCSEndpoint: e.Stack.ServiceURL("ccs"),
 		WatermarkBucket: def.Bucket.Name, WatermarkKey: def.WatermarkKey, AWSEndpoint: e.Stack.URL(), Policy: pol,
+		OwnerAuth: owners.AuthSigV4, OwnerSigning: owners.ServiceAPIGateway + ":" + localaws.Region, Deployment: def.Prefix,
 	}
 	// Functions see exactly the configuration a deployed function would:
 	// rendered to its environment and parsed back.

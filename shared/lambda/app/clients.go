@@ -12,11 +12,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
-// Clients are the SDK clients a function uses, built once per process.
+// Clients are the SDK clients a function uses, built once per process,
+// and the identity they sign with (which also signs owner requests).
 type Clients struct {
-	S3     *s3.Client
-	Dynamo *dynamodb.Client
-	SQS    *sqs.Client
+	S3          *s3.Client
+	Dynamo      *dynamodb.Client
+	SQS         *sqs.Client
+	Credentials aws.CredentialsProvider
+	Region      string
 }
 
 // NewClients loads the default AWS configuration (the function's role on
@@ -41,8 +44,10 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 // ClientsFrom builds clients from an aws.Config.
 func ClientsFrom(cfg aws.Config, pathStyle bool) Clients {
 	return Clients{
-		S3:     s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
-		Dynamo: dynamodb.NewFromConfig(cfg),
-		SQS:    sqs.NewFromConfig(cfg),
+		S3:          s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = pathStyle }),
+		Dynamo:      dynamodb.NewFromConfig(cfg),
+		SQS:         sqs.NewFromConfig(cfg),
+		Credentials: cfg.Credentials,
+		Region:      cfg.Region,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/searchfabric/bcc/shared/adapters/owners"
 	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 )
@@ -20,6 +21,16 @@ type Config struct {
 	WatermarkKey      string
 	AWSEndpoint       string
 	Policy            policy.Policy
+	// OwnerAuth is how owner requests are authenticated: owners.AuthSigV4
+	// (the default, also for "") or owners.AuthNone.
+	OwnerAuth string
+	// OwnerSigning is the SigV4 "<service>:<region>" of requests to an
+	// owner endpoint whose host does not say (a custom domain); default:
+	// API Gateway in the function's region.
+	OwnerSigning string
+	// Deployment names the deployment (the stack's prefix): a dimension of
+	// every metric, so two deployments in one account never mix.
+	Deployment string
 }
 
 // FromEnv parses configuration from environment variables (getenv is
@@ -36,6 +47,19 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		CCSEndpoint:       strings.TrimSuffix(getenv(resources.EnvCCSEndpoint), "/"),
 		WatermarkBucket:   getenv(resources.EnvWatermarkBucket), WatermarkKey: getenv(resources.EnvWatermarkKey),
 		AWSEndpoint: getenv(resources.EnvAWSEndpoint),
+		OwnerAuth:   getenv(resources.EnvOwnerAuth), OwnerSigning: getenv(resources.EnvOwnerSigning), Deployment: getenv(resources.EnvDeployment),
+	}
+	switch c.OwnerAuth {
+	case "":
+		c.OwnerAuth = owners.AuthSigV4
+	case owners.AuthSigV4, owners.AuthNone:
+	default:
+		return c, fmt.Errorf("%s %q: want %s or %s", resources.EnvOwnerAuth, c.OwnerAuth, owners.AuthSigV4, owners.AuthNone)
+	}
+	if c.OwnerSigning != "" {
+		if _, _, err := owners.ParseSigning(c.OwnerSigning); err != nil {
+			return c, fmt.Errorf("%s: %w", resources.EnvOwnerSigning, err)
+		}
 	}
 	// Strict, validated, defaults from policy.Default(): a bad policy
 	// stops the boot with an error naming the field.
@@ -63,5 +87,6 @@ func (c Config) Env() map[string]string {
 		resources.EnvHandoffQueue: c.QueueURLs[resources.QueueHandoff], resources.EnvPublisherEndpoint: c.PublisherEndpoint,
 		resources.EnvCCSEndpoint: c.CCSEndpoint, resources.EnvWatermarkBucket: c.WatermarkBucket, resources.EnvWatermarkKey: c.WatermarkKey,
 		resources.EnvAWSEndpoint: c.AWSEndpoint, resources.EnvPolicy: string(pol),
+		resources.EnvOwnerAuth: c.OwnerAuth, resources.EnvOwnerSigning: c.OwnerSigning, resources.EnvDeployment: c.Deployment,
 	}
 }

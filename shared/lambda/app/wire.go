@@ -21,20 +21,40 @@ type Runtime struct {
 	Log *slog.Logger
 }
 
-func (c Config) ccs() *owners.CCS {
+func (c Config) ccs(cl Clients) *owners.CCS {
 	if c.CCSEndpoint == "" {
 		return nil
 	}
-	return owners.NewCCS(owners.New(c.CCSEndpoint, c.Policy.OwnerTimeout.D()))
+	return owners.NewCCS(c.owner(c.CCSEndpoint, cl))
+}
+
+// owner is the client of one owner endpoint: signed (SigV4) with the
+// function's own credentials unless c.OwnerAuth is owners.AuthNone. The
+// signing service and region come from the endpoint's host (API Gateway,
+// function URL); for a host that does not say (a custom domain, a local
+// stand-in) from c.OwnerSigning, else API Gateway in the function's region.
+func (c Config) owner(endpoint string, cl Clients) *owners.Client {
+	if c.OwnerAuth == owners.AuthNone {
+		return owners.New(endpoint, c.Policy.OwnerTimeout.D())
+	}
+	service, region, ok := owners.SigningFor(endpoint)
+	switch {
+	case ok:
+	case c.OwnerSigning != "":
+		service, region, _ = owners.ParseSigning(c.OwnerSigning) // validated by FromEnv
+	default:
+		service, region = owners.ServiceAPIGateway, cl.Region
+	}
+	return owners.NewSigned(endpoint, c.Policy.OwnerTimeout.D(), owners.Signing{Credentials: cl.Credentials, Service: service, Region: region})
 }
 
 // ObserverHandler wires the observer function.
 func ObserverHandler(c Config, cl Clients, rt Runtime) *handler.Observer {
-	m := metrics.New(resources.FnObserver)
+	m := metrics.NewFor(c.Deployment, resources.FnObserver)
 	bucket := awsio.NewBucket(cl.S3, c.Bucket)
 	state := awsio.NewObservedTable(cl.Dynamo, c.Table)
 	queues := awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)
-	ccs := c.ccs()
+	ccs := c.ccs(cl)
 	var facts observe.FactsSource
 	var catalog observe.Catalog
 	if ccs != nil {

@@ -32,7 +32,7 @@ func CompactionHandlerWith(c Config, cl Clients, rt Runtime, o CompactionOptions
 
 // CompactionExecutor wires the compaction use case and its recorder.
 func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (*compact.Executor, *metrics.Recorder) {
-	m := metrics.New(resources.FnCompaction)
+	m := metrics.NewFor(c.Deployment, resources.FnCompaction)
 	g := guard.All()
 	if o.Guards != nil {
 		g = *o.Guards
@@ -44,7 +44,7 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 		rep = awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)
 	}
 	var facts compact.Facts
-	if ccs := c.ccs(); ccs != nil {
+	if ccs := c.ccs(cl); ccs != nil {
 		facts = ccs
 	}
 	cfg := compact.ExecConfigFrom(c.Policy, g)

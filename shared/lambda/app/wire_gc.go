@@ -47,7 +47,7 @@ func GCReadPorts(c Config, cl Clients) gc.ReadPorts {
 	if c.Table != "" {
 		rp.Memory = awsio.NewObservedTable(cl.Dynamo, c.Table) // read-only use: GetItem
 	}
-	if ccs := c.ccs(); ccs != nil {
+	if ccs := c.ccs(cl); ccs != nil {
 		rp.Facts = ccs
 	} else {
 		rp.Facts = noFacts{}
@@ -84,7 +84,7 @@ func GCExecutor(c Config, ports gc.Ports, rt Runtime, m *metrics.Recorder, g gua
 
 // GCHandler wires the GC function (production guards: all on).
 func GCHandler(c Config, cl Clients, rt Runtime) *handler.GC {
-	m := metrics.New(resources.FnGC)
+	m := metrics.NewFor(c.Deployment, resources.FnGC)
 	return handler.NewGC(GCExecutor(c, GCPorts(c, cl), rt, m, guard.All()), m, rt.Out, rt.Now, rt.Log)
 }
 

@@ -33,9 +33,15 @@ func HandoffHandlerWith(c Config, cl Clients, rt Runtime, o HandoffOptions) *han
 	return handler.NewHandoff(uc, m, rt.Out, rt.Now, rt.Log)
 }
 
+// PublisherClient is the handoff function's client of the Manifest
+// Publisher, signed as the function signs it.
+func PublisherClient(c Config, cl Clients) *owners.Publisher {
+	return owners.NewPublisher(c.owner(c.PublisherEndpoint, cl))
+}
+
 // HandoffUseCase wires the handoff use case and its recorder.
 func HandoffUseCase(c Config, cl Clients, rt Runtime, o HandoffOptions) (*handoff.Handoff, *metrics.Recorder) {
-	m := metrics.New(resources.FnHandoff)
+	m := metrics.NewFor(c.Deployment, resources.FnHandoff)
 	g := guard.All()
 	if o.Guards != nil {
 		g = *o.Guards
@@ -43,10 +49,10 @@ func HandoffUseCase(c Config, cl Clients, rt Runtime, o HandoffOptions) (*handof
 	bucket := awsio.NewBucket(cl.S3, c.Bucket)
 	pub := o.Publisher
 	if pub == nil {
-		pub = owners.NewPublisher(owners.New(c.PublisherEndpoint, c.Policy.OwnerTimeout.D()))
+		pub = owners.NewPublisher(c.owner(c.PublisherEndpoint, cl))
 	}
 	var ccs handoff.CCS
-	if s := c.ccs(); s != nil {
+	if s := c.ccs(cl); s != nil {
 		ccs = s
 	}
 	cfg := handoff.ConfigFrom(c.Policy, g)

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
-	"github.com/searchfabric/bcc/shared/adapters/owners"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/compact"
 	"github.com/searchfabric/bcc/shared/core/handoff"
@@ -633,7 +632,7 @@ func TestHandoffAmbiguousCutover(t *testing.T) {
 			_, body := cxTask(t, env, "c1")
 			cxInvoke(t, env, resources.FnCompaction, body)
 			g := tc.g
-			pub := &ambiguousPublisher{inner: owners.NewPublisher(owners.New(env.Config.PublisherEndpoint, 5*time.Second)), applyFirst: tc.applyFirst}
+			pub := &ambiguousPublisher{inner: app.PublisherClient(env.Config, env.FunctionClients(resources.FnHandoff)), applyFirst: tc.applyFirst}
 			if tc.wantHarm {
 				// The mutation runs code the product does not ship (a
 				// handoff that deletes). Its deletes would be refused by

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// ownerEndpoint is one owner the functions call, and what signed calls to
+// it need: an IAM grant to invoke it (the owner's resource policy must
+// also admit the functions' roles; that policy is the owner's).
+type ownerEndpoint struct {
+	name     string // "publisher" or "ccs"
+	ctxURL   string // context key of its URL
+	ctxARN   string // context key of its invoke ARN
+	url      string
+	arn      string // explicit invoke ARN from context, if any
+	env      string // resources.Env* that carries the URL
+	routes   []contract.Route
+	actions  []string // IAM action(s) a signed call needs
+	resource []string // what they apply to
+}
+
+// ownerEndpoints resolves, for owner auth sigv4, the grant each configured
+// owner endpoint needs. API Gateway URLs (https://<api>.execute-api.
+// <region>.amazonaws.com/<stage>) give exact execute-api:Invoke ARNs, one
+// per contract route, in this account; a function URL, a custom domain or
+// an API in another account needs its ARN in context (publisherInvokeArn,
+// ccsInvokeArn): a function URL does not name its function, a custom
+// domain does not name its API.
+func (c *Coordinator) ownerEndpoints(cfg Config) ([]ownerEndpoint, error) {
+	all := []ownerEndpoint{
+		{name: "publisher", ctxURL: CtxPublisherEndpoint, ctxARN: CtxPublisherInvokeArn, url: cfg.PublisherEndpoint, arn: cfg.PublisherInvokeArn,
+			env: resources.EnvPublisherEndpoint, routes: contract.PublisherRoutes},
+		{name: "ccs", ctxURL: CtxCCSEndpoint, ctxARN: CtxCCSInvokeArn, url: cfg.CCSEndpoint, arn: cfg.CCSInvokeArn,
+			env: resources.EnvCCSEndpoint, routes: contract.CCSRoutes},
+	}
+	var out []ownerEndpoint
+	for _, o := range all {
+		if o.url == "" || cfg.OwnerAuth == resources.OwnerAuthNone {
+			continue
+		}
+		service, _, derived := resources.OwnerSigningFor(o.url)
+		switch {
+		case o.arn != "":
+			parts := strings.SplitN(o.arn, ":", 6)
+			if len(parts) < 6 || parts[0] != "arn" {
+				return nil, fmt.Errorf("context %s %q is not an ARN", o.ctxARN, o.arn)
+			}
+			switch parts[2] {
+			case "execute-api":
+				o.actions = []string{"execute-api:Invoke"}
+			case "lambda":
+				o.actions = []string{"lambda:InvokeFunctionUrl"}
+			default:
+				return nil, fmt.Errorf("context %s %q: want an execute-api or a lambda function ARN", o.ctxARN, o.arn)
+			}
+			o.resource = []string{o.arn}
+		case derived && service == resources.SigningAPIGateway:
+			u, _ := url.Parse(o.url)
+			api := strings.Split(u.Hostname(), ".")[0]
+			_, region, _ := resources.OwnerSigningFor(o.url)
+			stage, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+			if stage == "" {
+				stage = "$default" // an HTTP API's default stage has no path segment
+			}
+			base := strings.TrimSuffix(strings.TrimPrefix(u.Path, "/"+stage), "/")
+			if stage == "$default" {
+				base = strings.TrimSuffix(u.Path, "/")
+			}
+			o.actions = []string{"execute-api:Invoke"}
+			for _, r := range o.routes {
+				o.resource = append(o.resource, fmt.Sprintf("arn:%s:execute-api:%s:%s:%s/%s/%s%s%s",
+					*c.Stack.Partition(), region, *c.Stack.Account(), api, stage, r.Method, base, r.Path))
+			}
+		case derived && service == resources.SigningLambdaURL:
+			return nil, fmt.Errorf("context %s: %s is a Lambda function URL, which does not name its function; set -c %s=arn:aws:lambda:<region>:<account>:function:<name>",
+				o.ctxARN, o.url, o.ctxARN)
+		default:
+			return nil, fmt.Errorf("context %s: cannot tell which API %s is (a custom domain?); set -c %s=arn:aws:execute-api:<region>:<account>:<api>/<stage>/<METHOD>/<path> "+
+				"(and -c %s=execute-api:<region> if that API is not in this stack's region), or -c %s=%s",
+				o.ctxARN, o.url, o.ctxARN, CtxOwnerSigning, CtxOwnerAuth, resources.OwnerAuthNone)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// addOwnerGrants lets each function that calls an owner (its environment
+// carries the owner's URL) invoke exactly the owner's routes.
+func (c *Coordinator) addOwnerGrants(owners []ownerEndpoint) {
+	for _, f := range c.Definition.Functions {
+		for _, o := range owners {
+			if !slices.Contains(f.Env, o.env) {
+				continue
+			}
+			c.Roles[f.Name].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("Invoke" + exportName(o.name)),
+				Actions:   jsii.Strings(o.actions...),
+				Resources: jsii.Strings(o.resource...),
+			}))
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/searchfabric/bcc/shared/core/handoff"
 	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/lambda/app"
+	"github.com/searchfabric/bcc/shared/resources"
 )
 
 var withoutCutoverDeadline = mustWithout("cutover_deadline")
@@ -37,7 +38,7 @@ func (e *gcEnv) lateCutover(c string, in []contract.ObjectEntry) (contract.Compl
 }
 
 func (e *gcEnv) handoff() *handoff.Handoff {
-	uc, _ := app.HandoffUseCase(e.Config, e.Clients, app.Runtime{Now: e.clk.Now, Out: e.Metrics, Log: e.Log}, app.HandoffOptions{})
+	uc, _ := app.HandoffUseCase(e.Config, e.FunctionClients(resources.FnHandoff), app.Runtime{Now: e.clk.Now, Out: e.Metrics, Log: e.Log}, app.HandoffOptions{})
 	return uc
 }
 

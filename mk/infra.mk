@@ -78,7 +78,8 @@ deploy: build $(INFRA_NPM_STAMP) ## deploy to the account/region of your AWS cre
 destroy: build $(INFRA_NPM_STAMP) ## delete the stack (a created data bucket and its access-log bucket are retained, never deleted)
 	$(INFRA_CDK) destroy $(INFRA_CONTEXT) $(CDK_DEPLOY_FLAGS)
 
-test-infra: $(INFRA_NPM_STAMP) ## vet and test the CDK app (assertions + cdk-nag); builds the real functions itself
+test-infra: $(INFRA_NPM_STAMP) ## vet and test the CDK app (assertions, cdk-nag, cfn-lint); builds the real functions itself
+	@command -v cfn-lint >/dev/null || { echo "test-infra: cfn-lint is not in PATH (TestCfnLintIsClean needs it)" >&2; exit 1; }
 	cd $(INFRA_ROOT)/infra && go vet ./... && $(INFRA_NODE_ENV) go test ./... -count=1
 
 localstack-up: ## start LocalStack from localstack/docker-compose.yml (needs Docker)

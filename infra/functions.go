@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -120,6 +121,7 @@ func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
 	if err != nil {
 		return err
 	}
+	vpc := c.vpcPlacement(cfg)
 	for _, f := range c.Definition.Functions {
 		id := exportName(f.Name)
 		name := FunctionName(c.Definition.Prefix, f.Name)
@@ -148,20 +150,36 @@ func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
 			Resources: jsii.Strings(*logGroup.LogGroupArn()),
 		}))
 		fn := awslambda.NewFunction(c.Stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
-			FunctionName:  jsii.String(name),
-			Description:   jsii.String(f.Description),
-			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:  awslambda.Architecture_ARM_64(),
-			Handler:       jsii.String("bootstrap"),
-			Code:          awslambda.Code_FromAsset(jsii.String(assets[f.Name]), nil),
-			Timeout:       awscdk.Duration_Seconds(jsii.Number(f.Timeout.Seconds())),
-			MemorySize:    jsii.Number(float64(f.MemoryMB)),
-			Environment:   &vars,
-			Role:          role,
-			LogGroup:      logGroup,
-			LoggingFormat: awslambda.LoggingFormat_TEXT, // EMF lines pass through unchanged
-			RecursiveLoop: awslambda.RecursiveLoop_TERMINATE,
+			FunctionName:   jsii.String(name),
+			Description:    jsii.String(f.Description),
+			Runtime:        awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:   awslambda.Architecture_ARM_64(),
+			Handler:        jsii.String("bootstrap"),
+			Code:           awslambda.Code_FromAsset(jsii.String(assets[f.Name]), nil),
+			Timeout:        awscdk.Duration_Seconds(jsii.Number(f.Timeout.Seconds())),
+			MemorySize:     jsii.Number(float64(f.MemoryMB)),
+			Environment:    &vars,
+			Role:           role,
+			LogGroup:       logGroup,
+			LoggingFormat:  awslambda.LoggingFormat_TEXT, // EMF lines pass through unchanged
+			RecursiveLoop:  awslambda.RecursiveLoop_TERMINATE,
+			Tracing:        tracing(cfg),
+			Vpc:            vpc.vpc,
+			VpcSubnets:     vpc.subnets,
+			SecurityGroups: vpc.groups,
 		})
+		if vpc.vpc != nil {
+			// The role is ours, so CDK adds no AWSLambdaVPCAccessExecutionRole:
+			// exactly the network-interface actions Lambda needs to attach the
+			// function to the subnets (EC2 allows no narrower resource for
+			// the Describe call, and Lambda manages the interfaces itself).
+			role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid: jsii.String("VpcNetworkInterfaces"),
+				Actions: jsii.Strings("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
+					"ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"),
+				Resources: jsii.Strings("*"),
+			}))
+		}
 		c.Functions[f.Name] = fn
 		c.Roles[f.Name] = role
 	}
@@ -236,6 +254,45 @@ func (c *Coordinator) addHeadEvents(cfg Config) {
 			MaxEventAge:     awscdk.Duration_Hours(jsii.Number(24)),
 		})},
 	})
+}
+
+func tracing(cfg Config) awslambda.Tracing {
+	if cfg.Tracing {
+		return awslambda.Tracing_ACTIVE // X-Ray: CDK grants xray:PutTraceSegments/PutTelemetryRecords
+	}
+	return awslambda.Tracing_DISABLED
+}
+
+type placement struct {
+	vpc     awsec2.IVpc
+	subnets *awsec2.SubnetSelection
+	groups  *[]awsec2.ISecurityGroup
+}
+
+// vpcPlacement imports the VPC, subnets and security groups from context
+// (none: the functions run outside any VPC). In a VPC the functions reach
+// S3 and DynamoDB through gateway endpoints, SQS (and a private owner API)
+// through interface endpoints, or through a NAT gateway: infra/README.md.
+func (c *Coordinator) vpcPlacement(cfg Config) placement {
+	if cfg.VpcID == "" {
+		return placement{}
+	}
+	p := placement{vpc: awsec2.Vpc_FromVpcAttributes(c.Stack, jsii.String("Vpc"), &awsec2.VpcAttributes{
+		VpcId: jsii.String(cfg.VpcID), AvailabilityZones: c.Stack.AvailabilityZones(), // unused: the subnets are explicit
+	})}
+	var subnets []awsec2.ISubnet
+	for i, id := range cfg.VpcSubnetIDs {
+		subnets = append(subnets, awsec2.Subnet_FromSubnetId(c.Stack, jsii.String(fmt.Sprintf("Subnet%d", i)), jsii.String(id)))
+	}
+	p.subnets = &awsec2.SubnetSelection{Subnets: &subnets}
+	var groups []awsec2.ISecurityGroup
+	for i, id := range cfg.VpcSecurityGroups {
+		groups = append(groups, awsec2.SecurityGroup_FromSecurityGroupId(c.Stack, jsii.String(fmt.Sprintf("SecurityGroup%d", i)), jsii.String(id), nil))
+	}
+	if len(groups) > 0 {
+		p.groups = &groups
+	}
+	return p
 }
 
 // envValues maps each resources.Env* variable to its value in this stack.

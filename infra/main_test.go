@@ -28,8 +28,8 @@ import (
 //   - def: cdk.json's context as is (data bucket created, no alarm topic);
 //   - imp: an existing bucket imported by name, head events through
 //     EventBridge, owner endpoints (an API Gateway URL and a custom domain
-//     with its invoke ARN), a watermark in another bucket, an alarm email,
-//     another prefix.
+//     with its invoke ARN), X-Ray tracing, VPC placement, a watermark in
+//     another bucket, an alarm email, another prefix.
 //
 // The function assets are the real functions (functions/<name>/main.go),
 // built for linux/arm64 into a temporary directory. Before the functions
@@ -48,6 +48,8 @@ type synth struct {
 
 var def, imp *synth
 
+var impSubnets = []string{"subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"}
+
 const (
 	impBucket    = "existing-data-bucket"
 	impWMBucket  = "query-plane-watermarks"
@@ -56,6 +58,8 @@ const (
 	impCCS       = "https://ccs.internal.example/v1"                                // a custom domain: the ARN comes from context
 	impCCSArn    = "arn:aws:execute-api:eu-west-1:111122223333:ccsapi0001/prod/*"
 	impSigning   = "execute-api:eu-west-1"
+	impVpc       = "vpc-0123456789abcdef0"
+	impSG        = "sg-0123456789abcdef0"
 	impEmail     = "oncall@example.com"
 	impPolicy    = `{"compaction":{"merge_factor":6},"functions":{"compaction_timeout_ms":"4m"}}`
 )
@@ -121,6 +125,7 @@ func setup(m *testing.M) (int, error) {
 		CtxPrefix: "acme", CtxDataBucketName: impBucket, CtxPublisherEndpoint: impPublisher, CtxCCSEndpoint: impCCS,
 		CtxWatermarkBucket: impWMBucket, CtxWatermarkKey: impWMKey, CtxAlarmEmail: impEmail, CtxPolicy: impPolicy,
 		CtxHeadEvents: resources.HeadEventsEventBridge, CtxCCSInvokeArn: impCCSArn, CtxOwnerSigning: impSigning,
+		CtxTracing: "true", CtxVpcID: impVpc, CtxVpcSubnetIDs: strings.Join(impSubnets, ","), CtxVpcSecurityGroups: impSG,
 	}, assets, filepath.Join(tmp, "out-imp")); err != nil {
 		return 1, err
 	}

@@ -34,6 +34,8 @@ const (
 		"would only move the finding (or loop)."
 	ReasonOwnerRouteWildcard = "IAM5: the '*' is one path segment of an owner API route (a collection name in GET /collections/*/facts, shared/contract CCSRoutes), " +
 		"or part of an owner invoke ARN the operator gave in context; the grant is the single action execute-api:Invoke (or lambda:InvokeFunctionUrl) on that owner only."
+	ReasonNoResourceLevel = "IAM5: X-Ray's xray:PutTraceSegments/PutTelemetryRecords (tracing=true) and the network-interface actions Lambda needs " +
+		"to place a function in a VPC (vpcId) have no resource-level permissions: AWS requires Resource \"*\". Each action is explicit; none reads or writes data."
 	ReasonFailureDestination = "SQS3: this queue is itself the terminal failure destination of the observer's asynchronous invocations " +
 		"(Lambda on-failure destination); nothing consumes it automatically, an alarm fires when it is not empty, so it has no DLQ of its own."
 )
@@ -81,6 +83,14 @@ func addSuppressions(c *Coordinator) error {
 		if len(applies) > 0 {
 			cdknag.NagSuppressions_AddResourceSuppressions(c.Roles[f.Name], &[]*cdknag.NagPackSuppression{{
 				Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(ReasonOwnerRouteWildcard), AppliesTo: &applies,
+			}}, jsii.Bool(true))
+		}
+	}
+
+	if c.Config.Tracing || c.Config.VpcID != "" {
+		for _, f := range c.Definition.Functions {
+			cdknag.NagSuppressions_AddResourceSuppressions(c.Roles[f.Name], &[]*cdknag.NagPackSuppression{{
+				Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(ReasonNoResourceLevel), AppliesTo: &[]interface{}{"Resource::*"},
 			}}, jsii.Bool(true))
 		}
 	}

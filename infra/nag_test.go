@@ -50,7 +50,7 @@ func TestMissingEndpointsWarn(t *testing.T) {
 // on which resources, and that each carries its reason.
 func TestSuppressionsAreTheDocumentedOnes(t *testing.T) {
 	reasons := map[string][]string{
-		"AwsSolutions-IAM5": {ReasonObjectKeyWildcards, ReasonOwnerRouteWildcard},
+		"AwsSolutions-IAM5": {ReasonObjectKeyWildcards, ReasonOwnerRouteWildcard, ReasonNoResourceLevel},
 		"AwsSolutions-IAM4": {ReasonNotificationsHandlerManagedPolicy},
 		"AwsSolutions-S1":   {ReasonAccessLogBucket},
 		"AwsSolutions-SQS3": {ReasonFailureDestination},

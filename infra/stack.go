@@ -23,22 +23,26 @@ import (
 
 // Context keys the app reads (cdk.json "context", or `cdk -c key=value`).
 const (
-	CtxPrefix             = "prefix"             // resource name prefix, default "bcc"
-	CtxStackName          = "stackName"          // default "<prefix>-coordinator"
-	CtxAssetDir           = "assetDir"           // dir with <function>/bootstrap, default "build" (relative to the repo root)
-	CtxDataBucketName     = "dataBucketName"     // import this existing bucket instead of creating one
-	CtxPublisherEndpoint  = "publisherEndpoint"  // Manifest Publisher base URL
-	CtxCCSEndpoint        = "ccsEndpoint"        // Catalog Control Service base URL
-	CtxWatermarkBucket    = "watermarkBucket"    // bucket of the query plane's global_safe_ts (default: data bucket)
-	CtxWatermarkKey       = "watermarkKey"       // key of the watermark (default: resources WatermarkKey)
-	CtxPolicy             = "policy"             // optional JSON policy override (BCC_POLICY)
-	CtxAlarmEmail         = "alarmEmail"         // create an alarm topic with this email subscription
-	CtxAlarmTopicArn      = "alarmTopicArn"      // or send alarms to this existing topic
-	CtxHeadEvents         = "headEvents"         // "notification" (default) or "eventbridge"
-	CtxOwnerAuth          = "ownerAuth"          // "sigv4" (default) or "none"
-	CtxOwnerSigning       = "ownerSigning"       // <service>:<region> for an owner host that does not say (a custom domain)
-	CtxPublisherInvokeArn = "publisherInvokeArn" // what the functions may invoke at the publisher (default: derived from an API Gateway URL)
-	CtxCCSInvokeArn       = "ccsInvokeArn"       // the same for CCS
+	CtxPrefix             = "prefix"              // resource name prefix, default "bcc"
+	CtxStackName          = "stackName"           // default "<prefix>-coordinator"
+	CtxAssetDir           = "assetDir"            // dir with <function>/bootstrap, default "build" (relative to the repo root)
+	CtxDataBucketName     = "dataBucketName"      // import this existing bucket instead of creating one
+	CtxPublisherEndpoint  = "publisherEndpoint"   // Manifest Publisher base URL
+	CtxCCSEndpoint        = "ccsEndpoint"         // Catalog Control Service base URL
+	CtxWatermarkBucket    = "watermarkBucket"     // bucket of the query plane's global_safe_ts (default: data bucket)
+	CtxWatermarkKey       = "watermarkKey"        // key of the watermark (default: resources WatermarkKey)
+	CtxPolicy             = "policy"              // optional JSON policy override (BCC_POLICY)
+	CtxAlarmEmail         = "alarmEmail"          // create an alarm topic with this email subscription
+	CtxAlarmTopicArn      = "alarmTopicArn"       // or send alarms to this existing topic
+	CtxHeadEvents         = "headEvents"          // "notification" (default) or "eventbridge"
+	CtxOwnerAuth          = "ownerAuth"           // "sigv4" (default) or "none"
+	CtxOwnerSigning       = "ownerSigning"        // <service>:<region> for an owner host that does not say (a custom domain)
+	CtxPublisherInvokeArn = "publisherInvokeArn"  // what the functions may invoke at the publisher (default: derived from an API Gateway URL)
+	CtxCCSInvokeArn       = "ccsInvokeArn"        // the same for CCS
+	CtxTracing            = "tracing"             // "true": X-Ray active tracing on every function
+	CtxVpcID              = "vpcId"               // place the functions in this VPC ...
+	CtxVpcSubnetIDs       = "vpcSubnetIds"        // ... in these subnets (comma-separated) ...
+	CtxVpcSecurityGroups  = "vpcSecurityGroupIds" // ... with these security groups (comma-separated)
 )
 
 // DefaultPrefix is the resource prefix when the context sets none.
@@ -62,6 +66,10 @@ type Config struct {
 	OwnerSigning       string
 	PublisherInvokeArn string
 	CCSInvokeArn       string
+	Tracing            bool
+	VpcID              string
+	VpcSubnetIDs       []string
+	VpcSecurityGroups  []string
 }
 
 // ConfigFromContext reads the configuration from a construct's context.
@@ -111,7 +119,34 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	if c.StackName == "" {
 		c.StackName = c.Prefix + "-coordinator"
 	}
+	var tracing, subnets, groups string
+	for _, f := range []struct {
+		dst *string
+		key string
+	}{{&tracing, CtxTracing}, {&c.VpcID, CtxVpcID}, {&subnets, CtxVpcSubnetIDs}, {&groups, CtxVpcSecurityGroups}} {
+		if *f.dst, err = get(f.key, ""); err != nil {
+			return Config{}, err
+		}
+	}
+	switch tracing {
+	case "", "false":
+	case "true":
+		c.Tracing = true
+	default:
+		return Config{}, fmt.Errorf("context %s %q: want true or false", CtxTracing, tracing)
+	}
+	c.VpcSubnetIDs, c.VpcSecurityGroups = splitList(subnets), splitList(groups)
 	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // CoordinatorStackProps configures NewCoordinatorStack.
@@ -122,6 +157,7 @@ type CoordinatorStackProps struct {
 
 // Coordinator gives tests and callers the constructs the stack made.
 type Coordinator struct {
+	Config     Config
 	Stack      awscdk.Stack
 	Definition resources.Definition
 	Bucket     awss3.IBucket
@@ -179,6 +215,7 @@ func NewCoordinatorStack(scope constructs.Construct, id string, props *Coordinat
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), &sp)
 	c := &Coordinator{
+		Config:     cfg,
 		Stack:      stack,
 		Definition: def,
 		Queues:     map[string]awssqs.Queue{},
@@ -268,6 +305,9 @@ func validate(def resources.Definition, cfg Config) error {
 		if _, _, err := resources.ParseOwnerSigning(cfg.OwnerSigning); err != nil {
 			return fmt.Errorf("context %s: %w", CtxOwnerSigning, err)
 		}
+	}
+	if (cfg.VpcID != "") != (len(cfg.VpcSubnetIDs) > 0) || (len(cfg.VpcSecurityGroups) > 0 && cfg.VpcID == "") {
+		return fmt.Errorf("context: VPC placement needs %s and %s together (and optionally %s)", CtxVpcID, CtxVpcSubnetIDs, CtxVpcSecurityGroups)
 	}
 	if strings.HasPrefix(cfg.WatermarkKey, "/") {
 		return fmt.Errorf("context: %s must be an object key without a leading slash", CtxWatermarkKey)

@@ -551,3 +551,30 @@ func TestOwnerEndpointsNeedAKnownInvokeTarget(t *testing.T) {
 		})
 	}
 }
+
+// Options: X-Ray tracing and VPC placement (subnets and security groups
+// from context) in imp; neither by default.
+func TestTracingAndVPCPlacement(t *testing.T) {
+	for _, f := range def.c.Definition.Functions {
+		p := props(def.resource[def.id(t, exportName(f.Name)+"Function")])
+		if p["TracingConfig"] != nil && render(p["TracingConfig"]) != `{"Mode":"PassThrough"}` || p["VpcConfig"] != nil {
+			t.Errorf("default %s: tracing %v, VPC %v", f.Name, p["TracingConfig"], p["VpcConfig"])
+		}
+		p = props(imp.resource[imp.id(t, exportName(f.Name)+"Function")])
+		if render(p["TracingConfig"]) != `{"Mode":"Active"}` {
+			t.Errorf("imp %s tracing %v", f.Name, p["TracingConfig"])
+		}
+		vpc, _ := p["VpcConfig"].(map[string]any)
+		if render(vpc["SubnetIds"]) != `["`+strings.Join(impSubnets, `","`)+`"]` || render(vpc["SecurityGroupIds"]) != `["`+impSG+`"]` {
+			t.Errorf("imp %s VPC config %v", f.Name, render(vpc))
+		}
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{CtxVpcID: "vpc-1"}})
+	if _, err := ConfigFromContext(app); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := ConfigFromContext(app)
+	if err := validate(def.c.Definition, cfg); err == nil || !strings.Contains(err.Error(), "VPC placement needs") {
+		t.Fatalf("vpcId without subnets: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/searchfabric/bcc/shared/devstack/localaws"
 	"github.com/searchfabric/bcc/shared/lambda/handler"
+	"github.com/searchfabric/bcc/shared/metrics"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
@@ -124,7 +125,7 @@ func sumEMF(lines string) map[string]float64 {
 		suffix := ""
 		if len(dims) > 0 {
 			for _, d := range dims[len(dims)-1].([]any) {
-				if name := d.(string); name != "Function" {
+				if name := d.(string); name != metrics.DimFunction && name != metrics.DimDeployment {
 					suffix = "|" + name + "=" + toString(line[name])
 				}
 			}

@@ -27,4 +27,4 @@ e2e-iam: synth ## e2e suite with every function under its deployed IAM policy (r
 e2e-moto: synth ## e2e suite on moto_server (S3, DynamoDB, SQS; IAM access control on), functions under their deployed policies
 	@command -v moto_server >/dev/null || { echo "e2e-moto: moto_server is not in PATH (moto 5 with its server extra)" >&2; exit 1; }
 	cd $(INFRA_ROOT) && BCC_E2E_MOTO=1 BCC_E2E_TEMPLATE=$(E2E_TEMPLATE) \
-		$(GO) test ./shared/testkit/e2e/ ./shared/testkit/moto/ -count=1 -timeout 30m $(E2E_FLAGS)
+		$(GO) test ./shared/testkit/e2e/ ./shared/testkit/moto/ ./shared/testkit/fidelity/ -count=1 -timeout 30m $(E2E_FLAGS)

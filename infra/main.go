@@ -18,13 +18,39 @@ func main() {
 	// works from -root, before the jsii runtime starts its Node process (which
 	// inherits the working directory), so every such path means what the CLI meant.
 	root := flag.String("root", "..", "repository root, relative to the infra module")
+	plan := flag.Bool("plan", false, "print what a deploy creates and needs (cdk.json context plus -c values), then exit")
+	extra := contextArgs{}
+	flag.Var(extra, "c", "context key=value (with -plan; repeatable)")
 	flag.Parse()
+	if *plan {
+		jsii.Close()
+		if err := printPlan(*root, extra); err != nil {
+			fmt.Fprintln(os.Stderr, "infra plan:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	err := run(*root)
 	jsii.Close()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "infra:", err)
 		os.Exit(1)
 	}
+}
+
+func printPlan(root string, extra contextArgs) error {
+	if err := checkContextKeys(extra); err != nil {
+		return err
+	}
+	ctx, err := planContext(root, extra)
+	if err != nil {
+		return err
+	}
+	cfg, err := configFrom(func(k string) any { return ctx[k] })
+	if err != nil {
+		return err
+	}
+	return WritePlan(os.Stdout, cfg)
 }
 
 func run(root string) error {

@@ -36,6 +36,12 @@ type ownerEndpoint struct {
 // ccsInvokeArn): a function URL does not name its function, a custom
 // domain does not name its API.
 func (c *Coordinator) ownerEndpoints(cfg Config) ([]ownerEndpoint, error) {
+	return resolveOwners(cfg, *c.Stack.Partition(), *c.Stack.Account())
+}
+
+// resolveOwners is ownerEndpoints in a partition and account (tokens in a
+// stack, placeholders in the deploy plan).
+func resolveOwners(cfg Config, partition, account string) ([]ownerEndpoint, error) {
 	all := []ownerEndpoint{
 		{name: "publisher", ctxURL: CtxPublisherEndpoint, ctxARN: CtxPublisherInvokeArn, url: cfg.PublisherEndpoint, arn: cfg.PublisherInvokeArn,
 			env: resources.EnvPublisherEndpoint, routes: contract.PublisherRoutes},
@@ -78,7 +84,7 @@ func (c *Coordinator) ownerEndpoints(cfg Config) ([]ownerEndpoint, error) {
 			o.actions = []string{"execute-api:Invoke"}
 			for _, r := range o.routes {
 				o.resource = append(o.resource, fmt.Sprintf("arn:%s:execute-api:%s:%s:%s/%s/%s%s%s",
-					*c.Stack.Partition(), region, *c.Stack.Account(), api, stage, r.Method, base, r.Path))
+					partition, region, account, api, stage, r.Method, base, r.Path))
 			}
 		case derived && service == resources.SigningLambdaURL:
 			return nil, fmt.Errorf("context %s: %s is a Lambda function URL, which does not name its function; set -c %s=arn:aws:lambda:<region>:<account>:function:<name>",

@@ -75,8 +75,14 @@ type Config struct {
 // ConfigFromContext reads the configuration from a construct's context.
 func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	node := scope.Node()
+	return configFrom(func(key string) any { return node.TryGetContext(jsii.String(key)) })
+}
+
+// configFrom reads the configuration from context values (lookup returns
+// nil for an unset key).
+func configFrom(lookup func(key string) any) (Config, error) {
 	get := func(key, def string) (string, error) {
-		v := node.TryGetContext(jsii.String(key))
+		v := lookup(key)
 		switch v := v.(type) {
 		case nil:
 			return def, nil

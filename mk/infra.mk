@@ -49,7 +49,7 @@ INFRA_CDK = cd $(INFRA_ROOT) && $(INFRA_NODE_ENV) $(INFRA_NODE_BIN)/cdk --no-not
 INFRA_CDK_OFFLINE = cd $(INFRA_ROOT) && $(INFRA_NODE_ENV) $(INFRA_OFFLINE_ENV) $(INFRA_NODE_BIN)/cdk --no-notices
 INFRA_CDKLOCAL = cd $(INFRA_ROOT) && $(INFRA_NODE_ENV) $(INFRA_LOCAL_ENV) $(INFRA_NODE_BIN)/cdklocal --no-notices
 
-.PHONY: build synth synth-fresh deploy destroy test-infra npm-ci localstack-up localstack-down deploy-local synth-local e2e-localstack infra-clean
+.PHONY: build synth synth-fresh plan bootstrap deploy destroy test-infra npm-ci localstack-up localstack-down deploy-local synth-local e2e-localstack infra-clean
 
 build: ## every functions/<name>/main.go -> build/<name>/bootstrap (linux/arm64, stripped)
 	@test -n "$(INFRA_FUNCTIONS)" || { echo "build: no functions/*/main.go found" >&2; exit 1; }
@@ -72,7 +72,13 @@ synth: build $(INFRA_NPM_STAMP) ## build the functions, then synthesize offline 
 synth-fresh: ## `make synth` in a clean copy of the tree (no build/, cdk.out, node_modules) with CDK's slow-synthesis path forced
 	$(INFRA_ROOT)/mk/synth-fresh.sh
 
-deploy: build $(INFRA_NPM_STAMP) ## deploy to the account/region of your AWS credentials (run `cdk bootstrap` once per account/region)
+plan: ## print what a deploy with these parameters creates and what it needs (no AWS calls)
+	cd $(INFRA_ROOT)/infra && $(INFRA_NODE_ENV) go run . -plan $(INFRA_CONTEXT)
+
+bootstrap: build $(INFRA_NPM_STAMP) ## once per account/region: the CDK bootstrap stack (the app synthesizes, so the functions are built first)
+	$(INFRA_CDK) bootstrap $(INFRA_CONTEXT) $(CDK_DEPLOY_FLAGS)
+
+deploy: plan build $(INFRA_NPM_STAMP) ## print the plan, then deploy to the account/region of your AWS credentials (after make bootstrap)
 	$(INFRA_CDK) deploy $(INFRA_CONTEXT) $(CDK_DEPLOY_FLAGS)
 
 destroy: build $(INFRA_NPM_STAMP) ## delete the stack (a created data bucket and its access-log bucket are retained, never deleted)

@@ -34,5 +34,13 @@
 //   - cdk-nag's AwsSolutions pack runs on every synthesis (CLI and tests) and
 //     has zero unsuppressed findings; every suppression carries its reason.
 //   - Coordinator state is disposable: the table may be destroyed with the
-//     stack. The data bucket is never destroyed by the stack.
+//     stack. The data bucket is never destroyed by the stack, so no retained
+//     resource carries a fixed name (a redeploy after destroy must work).
+//   - Head events reach the observer by the bucket's notification, or in
+//     EventBridge mode by a rule whose key filter is exactly the head key
+//     shape of shared/contract.
+//   - Owner calls are SigV4-signed by default; a function may invoke exactly
+//     the contract routes of the owners whose URL its environment carries.
+//   - Every coordinator metric, alarm and search selects its deployment.
+//   - cfn-lint finds no error; its accepted warnings are listed with reasons.
 package main

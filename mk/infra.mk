@@ -12,6 +12,12 @@
 #   ALARM_EMAIL         create an alarm topic with this email subscription, or
 #   ALARM_TOPIC_ARN     send alarms to this existing SNS topic
 #   BCC_POLICY_JSON     optional JSON policy override (BCC_POLICY)
+#   HEAD_EVENTS         notification (default) or eventbridge (a bucket that already notifies others for the head keys)
+#   OWNER_AUTH          sigv4 (default: owner calls signed, IAM-authorized) or none
+#   OWNER_SIGNING       <service>:<region> for an owner host that does not say (a custom domain)
+#   PUBLISHER_INVOKE_ARN, CCS_INVOKE_ARN  what the functions may invoke (default: derived from an API Gateway URL)
+#   TRACING             true: X-Ray active tracing
+#   VPC_ID, VPC_SUBNET_IDS, VPC_SECURITY_GROUP_IDS  place the functions in a VPC (comma-separated lists)
 #   CDK_DEPLOY_FLAGS    extra flags for cdk deploy/destroy (e.g. --require-approval never, --force)
 #   CDK_SYNTH_FLAGS     extra flags for cdk synth (e.g. -c key=value)
 
@@ -43,7 +49,16 @@ INFRA_CONTEXT = -c assetDir=$(INFRA_BUILD_DIR) \
 	$(if $(WATERMARK_KEY),-c watermarkKey=$(WATERMARK_KEY)) \
 	$(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) \
 	$(if $(ALARM_TOPIC_ARN),-c alarmTopicArn=$(ALARM_TOPIC_ARN)) \
-	$(if $(BCC_POLICY_JSON),-c 'policy=$(BCC_POLICY_JSON)')
+	$(if $(BCC_POLICY_JSON),-c 'policy=$(BCC_POLICY_JSON)') \
+	$(if $(HEAD_EVENTS),-c headEvents=$(HEAD_EVENTS)) \
+	$(if $(OWNER_AUTH),-c ownerAuth=$(OWNER_AUTH)) \
+	$(if $(OWNER_SIGNING),-c ownerSigning=$(OWNER_SIGNING)) \
+	$(if $(PUBLISHER_INVOKE_ARN),-c publisherInvokeArn=$(PUBLISHER_INVOKE_ARN)) \
+	$(if $(CCS_INVOKE_ARN),-c ccsInvokeArn=$(CCS_INVOKE_ARN)) \
+	$(if $(TRACING),-c tracing=$(TRACING)) \
+	$(if $(VPC_ID),-c vpcId=$(VPC_ID)) \
+	$(if $(VPC_SUBNET_IDS),-c vpcSubnetIds=$(VPC_SUBNET_IDS)) \
+	$(if $(VPC_SECURITY_GROUP_IDS),-c vpcSecurityGroupIds=$(VPC_SECURITY_GROUP_IDS))
 
 INFRA_CDK = cd $(INFRA_ROOT) && $(INFRA_NODE_ENV) $(INFRA_NODE_BIN)/cdk --no-notices
 INFRA_CDK_OFFLINE = cd $(INFRA_ROOT) && $(INFRA_NODE_ENV) $(INFRA_OFFLINE_ENV) $(INFRA_NODE_BIN)/cdk --no-notices

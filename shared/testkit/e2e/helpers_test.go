@@ -40,8 +40,19 @@ func mergePolicy(mergeFactor int) *policy.Policy {
 // queueDepth returns visible + in-flight messages of a queue class.
 func queueDepth(t *testing.T, env *localenv.Env, class string) int {
 	t.Helper()
+	return depth(t, env, env.Prov.QueueURLs[class])
+}
+
+// dlqDepth returns visible + in-flight messages of a class's DLQ.
+func dlqDepth(t *testing.T, env *localenv.Env, class string) int {
+	t.Helper()
+	return depth(t, env, env.Prov.DLQURLs[class])
+}
+
+func depth(t *testing.T, env *localenv.Env, url string) int {
+	t.Helper()
 	out, err := env.Clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(env.Prov.QueueURLs[class]),
+		QueueUrl: aws.String(url),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible},
 	})

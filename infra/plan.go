@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
@@ -49,12 +50,16 @@ func planContext(root string, extra contextArgs) (map[string]any, error) {
 // anything talks to AWS (make deploy runs it first). It returns an error
 // when the configuration cannot deploy at all.
 func WritePlan(w io.Writer, cfg Config) error {
-	def := resources.Default(cfg.Prefix)
+	pol, err := policy.Parse([]byte(cfg.Policy))
+	if err != nil {
+		return fmt.Errorf("context %s: %w", CtxPolicy, err)
+	}
+	def := resources.For(cfg.Prefix, pol)
 	if err := validate(def, cfg); err != nil {
 		return err
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
-	p("Stack %s will create (names from resources.Default(%q)):", cfg.StackName, cfg.Prefix)
+	p("Stack %s will create (names and settings from resources.For(%q, policy)):", cfg.StackName, cfg.Prefix)
 	if cfg.DataBucketName != "" {
 		p("  - data bucket: none; uses your bucket %s (imported: its encryption, policy and logging stay yours)", cfg.DataBucketName)
 	} else {

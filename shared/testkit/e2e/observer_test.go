@@ -224,7 +224,7 @@ func TestObserverMakesAtMostFourAWSCallsPerHead(t *testing.T) {
 // record, sent on the observer's behalf (under its deployed role when the
 // IAM checks are on).
 func TestExhaustedHeadNotificationReachesFailureQueue(t *testing.T) {
-	env := start(t, localenv.Options{Policy: policy(3)})
+	env := start(t, localenv.Options{Policy: mergePolicy(3)})
 	ctx := context.Background()
 	if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
 		t.Fatal(err)

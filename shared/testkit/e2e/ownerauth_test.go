@@ -24,7 +24,7 @@ import (
 func TestOwnerCallsAreSignedAndUnsignedOnesRefused(t *testing.T) {
 	var mu sync.Mutex
 	admitted := map[string]int{} // path -> count
-	env := start(t, localenv.Options{Policy: policy(3), OnOwnerCall: func(r *http.Request, _ string) {
+	env := start(t, localenv.Options{Policy: mergePolicy(3), OnOwnerCall: func(r *http.Request, _ string) {
 		mu.Lock()
 		admitted[r.Method+" "+strings.TrimPrefix(r.RequestURI, localaws.ServicePrefix)]++
 		mu.Unlock()

@@ -62,6 +62,9 @@ func (f *CollectionFacts) validate() error {
 // DecodeCollectionFacts strictly decodes CCS facts.
 func DecodeCollectionFacts(where string, b []byte) (CollectionFacts, error) {
 	var f CollectionFacts
+	if err := checkSize("ccs facts", where, len(b), MaxFactsBytes); err != nil {
+		return f, err
+	}
 	err := Decode("ccs facts", where, b, &f)
 	return f, err
 }
@@ -160,6 +163,9 @@ func (w *Watermark) validate() error {
 // DecodeWatermark strictly decodes the watermark.
 func DecodeWatermark(where string, b []byte) (Watermark, error) {
 	var w Watermark
+	if err := checkSize("watermark", where, len(b), MaxWatermarkBytes); err != nil {
+		return w, err
+	}
 	err := Decode("watermark", where, b, &w)
 	return w, err
 }

@@ -31,7 +31,7 @@ func examples() map[string]any {
 	root := contract.Manifest{SchemaVersion: 1, Collection: "orders", Version: 8, ParentVersion: 7,
 		ParentKey: contract.ManifestKey("orders", 7, parentSum), ParentChecksum: parentSum, CommitTsUnixMs: 1764400095000, NextSeq: 2001,
 		Origin: contract.Origin{Kind: contract.OriginAppend},
-		Change: contract.Change{Added: []contract.ObjectEntry{part.Objects[1]}, Removed: []contract.ObjectEntry{}},
+		Change: contract.Change{Added: []contract.ObjectEntry{part.Objects[1]}, Removed: []contract.ObjectEntry{}, AddedObjects: 1},
 		Parts: []contract.PartRef{{Key: contract.PartKey("orders", 7, partSum), Checksum: partSum, ObjectCount: 2, Bytes: 96426, FirstKey: part.Objects[0].Key, LastKey: part.Objects[1].Key,
 			MinObjectMaxTsUnixMs: 1764400090000, Tiers: []string{contract.TierHot}}},
 		Summary: contract.Summary{Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24, Levels: []contract.LevelSummary{{Level: 0, Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24}}}}
@@ -42,7 +42,9 @@ func examples() map[string]any {
 	out := obj(contract.RewriteOutputKey("orders", 1, task.TaskID, 0), 1)
 	cov := contract.Coverage{Removed: part.Objects, Added: []contract.ObjectEntry{out}}
 	reqID := contract.CutoverRequestID(task.TaskID, cov)
+	bulk := contract.ChangePart{SchemaVersion: 1, Collection: "orders", Version: 12, Kind: contract.ChangeAdded, Objects: part.Objects}
 	return map[string]any{
+		"manifest-change-part.json":   bulk,
 		"head.json":                   head,
 		"manifest-root.json":          root,
 		"manifest-part.json":          part,
@@ -91,6 +93,9 @@ func decode(name string, b []byte) error {
 		_, err = contract.DecodeReleaseIntentAnswer(name, b)
 	case "watermark.json":
 		_, err = contract.DecodeWatermark(name, b)
+	case "manifest-change-part.json":
+		var p contract.ChangePart
+		err = contract.Decode("change part", name, b, &p)
 	case "lineage-confirmation.json":
 		_, err = contract.DecodeLineageConfirmation(name, b)
 	}

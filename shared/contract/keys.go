@@ -14,6 +14,8 @@ import (
 //	collections/<c>/manifests/<version:020d>-<sha16>.json  manifest roots (version + checksum prefix)
 //	collections/<c>/manifests/parts/<version:020d>-<sha256 hex>.json
 //	                                                      manifest parts (the version that first wrote it)
+//	collections/<c>/manifests/changes/<version:020d>-<sha256 hex>.json
+//	                                                      change parts of one version (a change too large for its root)
 //	collections/<c>/data/l0/<version:020d>-<n>.seg        segments committed by appends (level 0)
 //	collections/<c>/data/l<L>/<task id>/<n:04d>.seg       rewrite outputs at level L (1..9)
 //
@@ -73,6 +75,13 @@ func ManifestsPrefix(c string) string { return CollectionPrefix(c) + "manifests/
 // delete cannot hit it.
 func PartKey(c string, version uint64, checksum string) string {
 	return fmt.Sprintf("%smanifests/parts/%020d-%s.json", CollectionPrefix(c), version, strings.TrimPrefix(checksum, "sha256:"))
+}
+
+// ChangePartKey is the key of a change part of version (a change too large
+// for its root): content addressed and named by its version, which alone
+// references it.
+func ChangePartKey(c string, version uint64, checksum string) string {
+	return fmt.Sprintf("%smanifests/changes/%020d-%s.json", CollectionPrefix(c), version, strings.TrimPrefix(checksum, "sha256:"))
 }
 
 // PartVersion returns the writer version a part key names, if key is the

@@ -39,6 +39,9 @@ func (h *Head) validate() error {
 // DecodeHead strictly decodes a head object read from key.
 func DecodeHead(key string, b []byte) (Head, error) {
 	var h Head
+	if err := checkSize("head", key, len(b), MaxHeadBytes); err != nil {
+		return h, err
+	}
 	err := Decode("head", key, b, &h)
 	return h, err
 }
@@ -151,9 +154,155 @@ func checkTiers(tiers []string) bool {
 // Change is what a version added to and removed from its parent's object set.
 // Removed entries are complete so GC can judge timestamps without reopening
 // the parent's parts.
+//
+// A small change (at most MaxInlineChange entries in all) is inline: Added
+// and Removed. A larger one is in change parts (Parts; Added and Removed
+// empty): each part holds entries of one kind, sorted by key, so that the
+// root stays small and no reader holds more than one part of a change
+// however large the commit (a bulk load of a million objects). The counts
+// summarise the change either way; the observer needs nothing else.
 type Change struct {
-	Added   []ObjectEntry `json:"added"`
-	Removed []ObjectEntry `json:"removed"`
+	Added          []ObjectEntry   `json:"added"`
+	Removed        []ObjectEntry   `json:"removed"`
+	Parts          []ChangePartRef `json:"parts,omitempty"`
+	AddedObjects   int64           `json:"added_objects"`
+	RemovedObjects int64           `json:"removed_objects"`
+	RemovedBytes   int64           `json:"removed_bytes"`
+}
+
+// MaxInlineChange is the most entries a root's change holds inline; a
+// larger change is written in change parts.
+const MaxInlineChange = 1000
+
+// Change part kinds.
+const (
+	ChangeAdded   = "added"
+	ChangeRemoved = "removed"
+)
+
+// ChangePartRef pins one part of a version's change: entries of one kind
+// in the key range [FirstKey, LastKey].
+type ChangePartRef struct {
+	Key         string `json:"key"`
+	Checksum    string `json:"checksum"`
+	Kind        string `json:"kind"` // added | removed
+	ObjectCount int    `json:"object_count"`
+	FirstKey    string `json:"first_key"`
+	LastKey     string `json:"last_key"`
+}
+
+// ChangePart is one part of a version's change.
+type ChangePart struct {
+	SchemaVersion int           `json:"schema_version"`
+	Collection    string        `json:"collection"`
+	Version       uint64        `json:"version"`
+	Kind          string        `json:"kind"`
+	Objects       []ObjectEntry `json:"objects"`
+}
+
+func (p *ChangePart) validate() error {
+	if err := checkSchema(p.SchemaVersion); err != nil {
+		return err
+	}
+	if p.Kind != ChangeAdded && p.Kind != ChangeRemoved {
+		return invalid("kind %q is not added|removed", p.Kind)
+	}
+	if len(p.Objects) == 0 {
+		return invalid("change part has no objects")
+	}
+	for i := range p.Objects {
+		if err := p.Objects[i].check(p.Collection); err != nil {
+			return err
+		}
+		if i > 0 && p.Objects[i-1].Key >= p.Objects[i].Key {
+			return invalid("change part objects are not strictly sorted at %q", p.Objects[i].Key)
+		}
+	}
+	return nil
+}
+
+// DecodeChangePart strictly decodes a change part of version read from
+// ref.Key and checks it against ref.
+func DecodeChangePart(ref ChangePartRef, version uint64, b []byte) (ChangePart, error) {
+	var p ChangePart
+	if err := checkSize("change part", ref.Key, len(b), MaxChangePartBytes); err != nil {
+		return p, err
+	}
+	if err := VerifyChecksum(ref.Key, b, ref.Checksum); err != nil {
+		return p, err
+	}
+	if err := Decode("change part", ref.Key, b, &p); err != nil {
+		return p, err
+	}
+	n := len(p.Objects)
+	if p.Version != version || p.Kind != ref.Kind || n != ref.ObjectCount || p.Objects[0].Key != ref.FirstKey || p.Objects[n-1].Key != ref.LastKey {
+		return p, &DecodeError{Doc: "change part", Where: ref.Key, Reason: fmt.Sprintf("part is v%d %s with %d objects [%s, %s], root pins v%d %s with %d [%s, %s]",
+			p.Version, p.Kind, n, p.Objects[0].Key, p.Objects[n-1].Key, version, ref.Kind, ref.ObjectCount, ref.FirstKey, ref.LastKey), Err: ErrInvalid}
+	}
+	return p, nil
+}
+
+// ChangePartFor returns the index of the change part of kind whose key
+// range may contain objectKey, or -1.
+func (m *Manifest) ChangePartFor(kind, objectKey string) int {
+	for i, p := range m.Change.Parts {
+		if p.Kind == kind && p.FirstKey <= objectKey && objectKey <= p.LastKey {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *Change) check(m *Manifest) error {
+	inline := int64(len(c.Added) + len(c.Removed))
+	switch {
+	case inline > MaxInlineChange:
+		return invalid("change holds %d entries inline, at most %d (the rest belongs in change parts)", inline, MaxInlineChange)
+	case len(c.Parts) > 0 && inline > 0:
+		return invalid("change has both inline entries and change parts")
+	case c.AddedObjects < 0 || c.RemovedObjects < 0 || c.RemovedBytes < 0:
+		return invalid("change counts must be >= 0")
+	}
+	var added, removed, bytes int64
+	for i := range c.Added {
+		if err := c.Added[i].check(m.Collection); err != nil {
+			return err
+		}
+		added++
+	}
+	for i := range c.Removed {
+		if err := c.Removed[i].check(m.Collection); err != nil {
+			return err
+		}
+		removed++
+		bytes += c.Removed[i].Size
+	}
+	last := map[string]string{}
+	for i, p := range c.Parts {
+		switch {
+		case p.Kind != ChangeAdded && p.Kind != ChangeRemoved:
+			return invalid("change part %d kind %q is not added|removed", i, p.Kind)
+		case p.Key != ChangePartKey(m.Collection, m.Version, p.Checksum) || !validChecksum(p.Checksum):
+			return invalid("change part %d key %q is not the change part key of its checksum for version %d", i, p.Key, m.Version)
+		case p.ObjectCount <= 0 || p.ObjectCount > MaxPartObjects || p.FirstKey > p.LastKey:
+			return invalid("change part %d is empty, larger than %d objects, or has first_key > last_key", i, MaxPartObjects)
+		case last[p.Kind] != "" && last[p.Kind] >= p.FirstKey:
+			return invalid("change part %d overlaps or is out of order with the %s part before it", i, p.Kind)
+		}
+		last[p.Kind] = p.LastKey
+		if p.Kind == ChangeAdded {
+			added += int64(p.ObjectCount)
+		} else {
+			removed += int64(p.ObjectCount)
+		}
+	}
+	switch {
+	case added != c.AddedObjects || removed != c.RemovedObjects:
+		return invalid("change holds %d added and %d removed objects, its counts say %d and %d", added, removed, c.AddedObjects, c.RemovedObjects)
+	case len(c.Parts) == 0 && bytes != c.RemovedBytes:
+		return invalid("change removes %d bytes inline, removed_bytes says %d", bytes, c.RemovedBytes)
+	}
+	return nil
 }
 
 // LevelSummary aggregates the objects of one compaction level.
@@ -234,15 +383,8 @@ func (m *Manifest) validate() error {
 	default:
 		return invalid("origin.kind %q is not create|append|cutover", m.Origin.Kind)
 	}
-	for i := range m.Change.Added {
-		if err := m.Change.Added[i].check(m.Collection); err != nil {
-			return err
-		}
-	}
-	for i := range m.Change.Removed {
-		if err := m.Change.Removed[i].check(m.Collection); err != nil {
-			return err
-		}
+	if err := m.Change.check(m); err != nil {
+		return err
 	}
 	var count int64
 	for i, p := range m.Parts {
@@ -251,8 +393,8 @@ func (m *Manifest) validate() error {
 			return invalid("part %d key %q is not the part key of its checksum written by version <= %d", i, p.Key, m.Version)
 		case !validChecksum(p.Checksum):
 			return invalid("part %d checksum %q is not sha256:<64 hex>", i, p.Checksum)
-		case p.ObjectCount <= 0 || p.FirstKey > p.LastKey:
-			return invalid("part %d is empty or has first_key > last_key", i)
+		case p.ObjectCount <= 0 || p.ObjectCount > MaxPartObjects || p.FirstKey > p.LastKey:
+			return invalid("part %d is empty, larger than %d objects, or has first_key > last_key", i, MaxPartObjects)
 		case i > 0 && m.Parts[i-1].LastKey >= p.FirstKey:
 			return invalid("part %d overlaps or is out of order with part %d", i, i-1)
 		case !checkTiers(p.Tiers):
@@ -277,6 +419,9 @@ func partKeyOK(m *Manifest, p PartRef) bool {
 // DecodeManifest strictly decodes a manifest root read from key.
 func DecodeManifest(key string, b []byte) (Manifest, error) {
 	var m Manifest
+	if err := checkSize("manifest", key, len(b), MaxRootBytes); err != nil {
+		return m, err
+	}
 	err := Decode("manifest", key, b, &m)
 	return m, err
 }
@@ -320,6 +465,9 @@ func (p *Part) validate() error {
 // DecodePart strictly decodes a part read from key and checks it against ref.
 func DecodePart(ref PartRef, b []byte) (Part, error) {
 	var p Part
+	if err := checkSize("manifest part", ref.Key, len(b), MaxPartBytes); err != nil {
+		return p, err
+	}
 	if err := VerifyChecksum(ref.Key, b, ref.Checksum); err != nil {
 		return p, err
 	}

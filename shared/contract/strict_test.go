@@ -37,6 +37,7 @@ var documents = map[string]struct {
 	"ReleaseIntentAnswer":  {"release-intent-answer.json", func() validator { return &ReleaseIntentAnswer{} }},
 	"Watermark":            {"watermark.json", func() validator { return &Watermark{} }},
 	"LineageConfirmation":  {"lineage-confirmation.json", func() validator { return &LineageConfirmation{} }},
+	"ChangePart":           {"manifest-change-part.json", func() validator { return &ChangePart{} }},
 }
 
 // extraExamples are further events/ files of a registered type.

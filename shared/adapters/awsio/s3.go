@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/searchfabric/bcc/shared/contract"
+
 	"github.com/searchfabric/bcc/shared/awslimit"
 )
 
@@ -39,22 +41,45 @@ func NewBucket(api S3API, name string) *Bucket { return &Bucket{api: api, name: 
 // Name is the bucket's name.
 func (b *Bucket) Name() string { return b.name }
 
-// Get reads a whole object.
+// MaxGetBytes bounds what Get and GetWithETag read of one object: every
+// document the coordinator reads whole has a documented limit far below
+// (contract.Max*Bytes; readers that know the document pass it to
+// GetLimited). Segments are read by range, never whole.
+const MaxGetBytes = 64 << 20
+
+// Get reads a whole object of at most MaxGetBytes.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
-	body, _, err := b.GetWithETag(ctx, key)
+	return b.GetLimited(ctx, key, MaxGetBytes)
+}
+
+// GetLimited reads a whole object of at most limit bytes: a larger object
+// is refused (contract.ErrTooLarge) from its Content-Length, or after
+// reading limit+1 bytes when the length is not given.
+func (b *Bucket) GetLimited(ctx context.Context, key string, limit int64) ([]byte, error) {
+	body, _, err := b.getLimited(ctx, key, limit)
 	return body, err
 }
 
-// GetWithETag reads a whole object and its ETag.
+// GetWithETag reads a whole object of at most MaxGetBytes and its ETag.
 func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, error) {
+	return b.getLimited(ctx, key, MaxGetBytes)
+}
+
+func (b *Bucket) getLimited(ctx context.Context, key string, limit int64) ([]byte, string, error) {
 	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
 	if err != nil {
 		return nil, "", translate("get", b.name+"/"+key, err, false)
 	}
 	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
+	if n := aws.ToInt64(out.ContentLength); n > limit {
+		return nil, "", fmt.Errorf("get %s/%s: %w", b.name, key, contract.TooLarge("object", key, n, int(limit)))
+	}
+	body, err := io.ReadAll(io.LimitReader(out.Body, limit+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s/%s: %w", b.name, key, err)
+	}
+	if int64(len(body)) > limit {
+		return nil, "", fmt.Errorf("get %s/%s: %w", b.name, key, contract.TooLarge("object", key, -1, int(limit)))
 	}
 	return body, strings.Trim(aws.ToString(out.ETag), `"`), nil
 }

@@ -57,7 +57,10 @@ func (c *Client) do(ctx context.Context, method, path string, in any, write bool
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	// Every owner answer is a small document (contract.MaxFactsBytes is the
+	// largest): read one byte more than that, never an unbounded body. A
+	// longer answer reaches the strict decoder truncated and is refused.
+	out, err := io.ReadAll(io.LimitReader(resp.Body, contract.MaxFactsBytes+1))
 	switch {
 	case err != nil && write:
 		return nil, fmt.Errorf("%s %s: %w: %w", method, path, store.ErrAmbiguous, err)

@@ -8,23 +8,27 @@ import (
 	"github.com/searchfabric/bcc/shared/store"
 )
 
-// candidates streams every object the walked lineage's changes removed,
-// oldest root first, and for a tombstone every object the head still
+// candidates streams every object the walked lineage's changes removed
+// (inline or in change parts, one part at a time), oldest root first, and for a tombstone every object the head still
 // references (evicted by the tombstone). Each is looked up exactly in the
 // roots that matter (I/O) and then judged (decide, pure). Memory: the
 // eligible candidates, at most MaxSweepCandidates.
 func (pl planner) candidates(ctx context.Context, v *view, fr *frame, p *Plan) error {
 	roots := v.walk.Roots
 	for i := len(roots) - 1; i >= 0; i-- {
-		for _, o := range roots[i].Change.Removed {
-			cd := Candidate{Entry: o, EvictVersion: roots[i].Version, EvictTsUnixMs: roots[i].CommitTsUnixMs}
-			if err := pl.consider(ctx, v, fr, p, cd, i); err != nil {
-				return err
-			}
+		err := pl.lin.EachChange(ctx, &roots[i], contract.ChangeRemoved, func(o contract.ObjectEntry) error {
 			if p.Truncated {
-				p.holdFrom(roots, i)
 				return nil
 			}
+			cd := Candidate{Entry: o, EvictVersion: roots[i].Version, EvictTsUnixMs: roots[i].CommitTsUnixMs}
+			return pl.consider(ctx, v, fr, p, cd, i)
+		})
+		if err != nil {
+			return err
+		}
+		if p.Truncated {
+			p.holdFrom(roots, i)
+			return nil
 		}
 	}
 	if !v.facts.Tombstoned {

@@ -162,6 +162,9 @@ func planTrim(roots []contract.Manifest, retained []bool, held map[uint64]bool, 
 				st.Parts = append(st.Parts, pr.Key)
 			}
 		}
+		for _, cp := range roots[i].Change.Parts { // only this version references its change parts
+			st.Parts = append(st.Parts, cp.Key)
+		}
 		steps = append(steps, st)
 		for _, pr := range roots[i-1].Parts { // roots[i-1] becomes the oldest next
 			refs[pr.Key]--

@@ -8,7 +8,9 @@
 // A sweep walks the committed lineage from the head (every root verified
 // against the checksum that names it, strictly decoded: an unknown field, a
 // checksum mismatch or a missing retained root refuses the whole collection).
-// Candidates are the objects in change(V).Removed for the walked roots V. The
+// Candidates are the objects in change(V).Removed for the walked roots V
+// (inline in the root, or streamed from its change parts one at a time:
+// memory is one part, not a commit). The
 // newest event of a key decides: a key whose newest event is an add is live;
 // otherwise its eviction is the newest version that removed it
 // (evict_commit_ts). A tombstoned collection adds every object its head

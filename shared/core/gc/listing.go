@@ -33,17 +33,6 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 	for _, cd := range p.Delete {
 		exists[cd.Entry.Key] = false
 	}
-	// What a walked root's change removed is committed (the lineage's
-	// debt). Anything else a walked root references is in the head, a
-	// retained root, or removed by a newer walked root: the roots no token
-	// can open (being trimmed, their parts perhaps already gone) need not
-	// be read.
-	removed := map[string]bool{}
-	for i := range v.walk.Roots {
-		for _, o := range v.walk.Roots[i].Change.Removed {
-			removed[o.Key] = true
-		}
-	}
 	grace := orphanGrace(pl.cfg).Milliseconds()
 	knowing := fr.knowing(v.walk.Roots)
 	err := pl.ports.Lister.List(ctx, contract.DataPrefix(v.c), func(page []Listed) error {
@@ -55,12 +44,12 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 				exists[l.Key] = true
 				continue
 			}
-			known := removed[l.Key]
-			if !known {
-				var err error
-				if known, err = pl.known(ctx, knowing, v.walk.Head.Version, l.Key); err != nil {
-					return lookupFailed{err}
-				}
+			known, err := pl.known(ctx, knowing, v.walk.Head.Version, l.Key)
+			if err == nil && !known {
+				known, err = pl.removedByLineage(ctx, v.walk.Roots, l.Key)
+			}
+			if err != nil {
+				return lookupFailed{err}
 			}
 			_, owned := contract.OwnedOutputTask(v.c, l.Key)
 			owned = owned || !pl.cfg.Guards.OrphanOwnership
@@ -110,6 +99,20 @@ func (fr *frame) protectedAbove() []contract.Manifest {
 		}
 	}
 	return out
+}
+
+// removedByLineage reports whether a walked root's change removed key
+// (committed: the lineage's debt). Anything else a walked root references
+// is in the head, a retained root or removed by a newer walked root, so
+// the roots no token can open (being trimmed, their parts perhaps already
+// gone) need not be read.
+func (pl planner) removedByLineage(ctx context.Context, roots []contract.Manifest, key string) (bool, error) {
+	for i := range roots {
+		if found, err := pl.lin.ChangeHolds(ctx, &roots[i], contract.ChangeRemoved, key); err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
 }
 
 // known reports whether any walked root references key (exact lookups,

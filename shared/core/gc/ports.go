@@ -31,6 +31,12 @@ type Lineage interface {
 	// whether this reader already read and verified the part at key.
 	VerifyPart(ctx context.Context, ref contract.PartRef) error
 	Verified(key string) bool
+	// EachChange streams a root's change entries of one kind (inline or
+	// in change parts, one part at a time); ChangeHolds looks one key up
+	// in it; VerifyChangePart reads and verifies one change part.
+	EachChange(ctx context.Context, m *contract.Manifest, kind string, fn func(contract.ObjectEntry) error) error
+	ChangeHolds(ctx context.Context, m *contract.Manifest, kind, objectKey string) (bool, error)
+	VerifyChangePart(ctx context.Context, m *contract.Manifest, ref contract.ChangePartRef) error
 }
 
 // Listed is one key a listing proposed.
@@ -102,7 +108,7 @@ type WatermarkObject struct {
 
 // Watermark reads and decodes the watermark object.
 func (w WatermarkObject) Watermark(ctx context.Context) (contract.Watermark, error) {
-	b, err := w.Objects.Get(ctx, w.Key)
+	b, err := lineage.GetLimited(ctx, w.Objects, "watermark", w.Key, contract.MaxWatermarkBytes)
 	if err != nil {
 		return contract.Watermark{}, fmt.Errorf("read watermark %s: %w", w.Key, err)
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lineage"
 )
 
 // Head regression (guard.HeadRegression). A head whose version is below
@@ -73,20 +73,20 @@ func (pl planner) readAbove(ctx context.Context, v *view) error {
 }
 
 // rootKeysAbove lists the root keys of c whose version is above head (roots
-// sort before parts under the manifests prefix, so the listing stops at the
-// first part).
+// sort before change parts and parts under the manifests prefix, so the
+// listing stops at the first key that is not a root).
 func (pl planner) rootKeysAbove(ctx context.Context, c string, head uint64) ([]string, error) {
 	if pl.ports.Lister == nil {
 		return nil, nil
 	}
-	parts := contract.ManifestsPrefix(c) + "parts/"
 	var keys []string
 	err := pl.ports.Lister.List(ctx, contract.ManifestsPrefix(c), func(page []Listed) error {
 		for _, l := range page {
-			if strings.HasPrefix(l.Key, parts) {
-				return ErrStopListing
+			ver, ok := contract.RootVersion(c, l.Key)
+			if !ok {
+				return ErrStopListing // roots sort before changes/ and parts/
 			}
-			if ver, ok := contract.RootVersion(c, l.Key); ok && ver > head {
+			if ver > head {
 				keys = append(keys, l.Key)
 			}
 		}
@@ -107,7 +107,7 @@ func (pl planner) rootKeysAbove(ctx context.Context, c string, head uint64) ([]s
 // rootAt reads a root no head or parent names: its key must be the root
 // key of its own content.
 func (pl planner) rootAt(ctx context.Context, c, key string) (contract.Manifest, error) {
-	b, err := pl.ports.Objects.Get(ctx, key)
+	b, err := lineage.GetLimited(ctx, pl.ports.Objects, "manifest", key, contract.MaxRootBytes)
 	if err != nil {
 		return contract.Manifest{}, fmt.Errorf("read root %s above the head: %w", key, err)
 	}

@@ -28,22 +28,37 @@ type CorruptPart struct {
 func (pl planner) verifyParts(ctx context.Context, v *view, fr *frame, p *Plan) error {
 	seen := map[string]bool{}
 	refused := 0
+	var first error
 	check := func(m *contract.Manifest, trimmable bool) error {
+		type pending struct {
+			key    string
+			verify func() error
+		}
+		var todo []pending
 		for _, ref := range m.Parts {
-			if seen[ref.Key] || pl.lin.Verified(ref.Key) {
+			todo = append(todo, pending{ref.Key, func() error { return pl.lin.VerifyPart(ctx, ref) }})
+		}
+		for _, ref := range m.Change.Parts {
+			todo = append(todo, pending{ref.Key, func() error { return pl.lin.VerifyChangePart(ctx, m, ref) }})
+		}
+		for _, t := range todo {
+			if seen[t.key] || pl.lin.Verified(t.key) {
 				continue
 			}
-			seen[ref.Key] = true
-			err := pl.lin.VerifyPart(ctx, ref)
+			seen[t.key] = true
+			err := t.verify()
 			switch {
 			case err == nil || (trimmable || m.Version > v.walk.Head.Version) && errors.Is(err, store.ErrNotFound):
 			case definite(err):
-				p.CorruptParts = append(p.CorruptParts, CorruptPart{Key: ref.Key, Version: m.Version, Error: err.Error()})
+				p.CorruptParts = append(p.CorruptParts, CorruptPart{Key: t.key, Version: m.Version, Error: err.Error()})
 				if !trimmable {
 					refused++
+					if first == nil {
+						first = err
+					}
 				}
 			default:
-				return fmt.Errorf("gc of %s: verify part %s: %w", v.c, ref.Key, err)
+				return fmt.Errorf("gc of %s: verify part %s: %w", v.c, t.key, err)
 			}
 		}
 		return nil
@@ -61,7 +76,7 @@ func (pl planner) verifyParts(ctx context.Context, v *view, fr *frame, p *Plan) 
 		}
 	}
 	if refused > 0 {
-		return refuse(v.c, RefusedManifest, fmt.Errorf("%d manifest parts fail verification (first: %s: %s)", len(p.CorruptParts), p.CorruptParts[0].Key, p.CorruptParts[0].Error))
+		return refuse(v.c, RefusedManifest, fmt.Errorf("%d manifest parts fail verification, the first: %w", refused, first))
 	}
 	return nil
 }
@@ -72,7 +87,7 @@ func (p *Plan) partFailed(c string, err error) error {
 	var de *contract.DecodeError
 	var ce *contract.ChecksumError
 	switch {
-	case errors.As(err, &de) && de.Doc == "manifest part":
+	case errors.As(err, &de) && (de.Doc == "manifest part" || de.Doc == "change part"):
 		p.CorruptParts = append(p.CorruptParts, CorruptPart{Key: de.Where, Error: err.Error()})
 	case errors.As(err, &ce) && contract.IsManifestKey(c, ce.Where):
 		if _, root := contract.RootVersion(c, ce.Where); !root {

@@ -18,6 +18,9 @@ import (
 type Lineage interface {
 	HeadRoot(ctx context.Context, collection string) (contract.Head, contract.Manifest, error)
 	Root(ctx context.Context, key, checksum string) (contract.Manifest, error)
+	// EachChange streams m's change entries of one kind (inline, or its
+	// change parts one at a time).
+	EachChange(ctx context.Context, m *contract.Manifest, kind string, fn func(contract.ObjectEntry) error) error
 	// Lookup finds objectKey in m's full object set (reading at most the
 	// one part whose key range covers it).
 	Lookup(ctx context.Context, m *contract.Manifest, objectKey string) (contract.ObjectEntry, bool, error)
@@ -225,7 +228,11 @@ func (h *Handoff) judge(ctx context.Context, c contract.Completion, reqID string
 			res.Outcome, res.Reason = OutcomeRejectedDelete, fmt.Sprintf("cannot read every version between v%d and head v%d; failing closed", c.BaseManifestVersion, head.Version)
 			return res, nil
 		}
-		if gain := deleteGain(since, c.Coverage.Removed); gain != "" {
+		gain, err := h.deleteGain(ctx, since, c.Coverage.Removed)
+		if err != nil {
+			return res, err
+		}
+		if gain != "" {
 			res.Outcome, res.Reason = OutcomeRejectedDelete, gain
 			return res, nil
 		}
@@ -299,22 +306,36 @@ func (h *Handoff) coverageMismatch(ctx context.Context, base *contract.Manifest,
 	return "", nil
 }
 
+// errGain stops a change walk at the first delete gain.
+var errGain = errors.New("delete gain")
+
 // deleteGain names an object added since the base that carries delete
-// markers over an input's record key range.
-func deleteGain(since []contract.Manifest, inputs []contract.ObjectEntry) string {
-	for _, m := range since {
-		for _, a := range m.Change.Added {
+// markers over an input's record key range. A change too large for its
+// root is read from its change parts, one at a time.
+func (h *Handoff) deleteGain(ctx context.Context, since []contract.Manifest, inputs []contract.ObjectEntry) (string, error) {
+	var gain string
+	for i := range since {
+		m := &since[i]
+		err := h.lin.EachChange(ctx, m, contract.ChangeAdded, func(a contract.ObjectEntry) error {
 			if a.DeleteCount == 0 {
-				continue
+				return nil
 			}
 			for _, in := range inputs {
 				if in.DocCount > 0 && a.MinRecordKey <= in.MaxRecordKey && a.MaxRecordKey >= in.MinRecordKey {
-					return fmt.Sprintf("v%d added %s with %d deletes over input %s [%s, %s]", m.Version, a.Key, a.DeleteCount, in.Key, in.MinRecordKey, in.MaxRecordKey)
+					gain = fmt.Sprintf("v%d added %s with %d deletes over input %s [%s, %s]", m.Version, a.Key, a.DeleteCount, in.Key, in.MinRecordKey, in.MaxRecordKey)
+					return errGain
 				}
 			}
+			return nil
+		})
+		if errors.Is(err, errGain) {
+			return gain, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("read the change of v%d: %w", m.Version, err)
 		}
 	}
-	return ""
+	return "", nil
 }
 
 func (h *Handoff) answered(c contract.Completion, res Result, ans contract.CutoverAnswer) Result {

@@ -56,6 +56,19 @@ func (l *fakeLineage) Lookup(_ context.Context, _ *contract.Manifest, key string
 	return o, ok, nil
 }
 
+func (l *fakeLineage) EachChange(_ context.Context, m *contract.Manifest, kind string, fn func(contract.ObjectEntry) error) error {
+	list := m.Change.Added
+	if kind == contract.ChangeRemoved {
+		list = m.Change.Removed
+	}
+	for _, o := range list {
+		if err := fn(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (l *fakeLineage) Root(_ context.Context, key, checksum string) (contract.Manifest, error) {
 	for v, m := range l.roots {
 		if sum(v) == checksum {

@@ -17,6 +17,31 @@ type Objects interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 }
 
+// LimitedObjects reads an object only up to limit bytes: a larger object
+// is refused (contract.ErrTooLarge) after reading at most limit+1 bytes.
+// Every adapter of the data bucket implements it; GetLimited below falls
+// back to Get (and a size check after the fact) for the others.
+type LimitedObjects interface {
+	GetLimited(ctx context.Context, key string, limit int64) ([]byte, error)
+}
+
+// GetLimited reads key from objects with a bounded reader when objects can
+// (LimitedObjects), refusing an object above limit as doc at key.
+func GetLimited(ctx context.Context, objects Objects, doc, key string, limit int) ([]byte, error) {
+	if lo, ok := objects.(LimitedObjects); ok {
+		b, err := lo.GetLimited(ctx, key, int64(limit))
+		if errors.Is(err, contract.ErrTooLarge) {
+			return nil, contract.TooLarge(doc, key, -1, limit)
+		}
+		return b, err
+	}
+	b, err := objects.Get(ctx, key)
+	if err == nil && len(b) > limit {
+		return nil, contract.TooLarge(doc, key, int64(len(b)), limit)
+	}
+	return b, err
+}
+
 // Reader reads lineage with a small cache of verified parts (parts are
 // content addressed, so a cached part never goes stale).
 type Reader struct {
@@ -25,12 +50,13 @@ type Reader struct {
 	parts    map[string]contract.Part
 	maxParts int
 	verified map[string]bool // part keys read and verified by this reader
-	Reads    int             // objects read (for tests and benchmarks)
+	changes  map[string]contract.ChangePart
+	Reads    int // objects read (for tests and benchmarks)
 }
 
 // New returns a reader caching up to maxParts parts.
 func New(objects Objects, maxParts int) *Reader {
-	return &Reader{objects: objects, parts: map[string]contract.Part{}, maxParts: maxParts, verified: map[string]bool{}}
+	return &Reader{objects: objects, parts: map[string]contract.Part{}, maxParts: maxParts, verified: map[string]bool{}, changes: map[string]contract.ChangePart{}}
 }
 
 // Verified reports whether this reader read the part at key and it passed
@@ -51,7 +77,7 @@ func (r *Reader) markVerified(key string) {
 // VerifyPart reads the part at ref.Key and verifies it against ref (no
 // cache: the object itself is read).
 func (r *Reader) VerifyPart(ctx context.Context, ref contract.PartRef) error {
-	b, err := r.get(ctx, ref.Key)
+	b, err := r.get(ctx, "manifest part", ref.Key, contract.MaxPartBytes)
 	if err != nil {
 		return fmt.Errorf("open part %s: %w", ref.Key, err)
 	}
@@ -62,11 +88,95 @@ func (r *Reader) VerifyPart(ctx context.Context, ref contract.PartRef) error {
 	return nil
 }
 
-func (r *Reader) get(ctx context.Context, key string) ([]byte, error) {
+// VerifyChangePart reads the change part at ref.Key of m and verifies it.
+func (r *Reader) VerifyChangePart(ctx context.Context, m *contract.Manifest, ref contract.ChangePartRef) error {
+	_, err := r.changePart(ctx, m, ref)
+	return err
+}
+
+// changePart reads and verifies one change part of m (not cached: a change
+// part is read once per sweep, or for one lookup).
+func (r *Reader) changePart(ctx context.Context, m *contract.Manifest, ref contract.ChangePartRef) (contract.ChangePart, error) {
+	r.mu.Lock()
+	p, ok := r.changes[ref.Checksum]
+	r.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	b, err := r.get(ctx, "change part", ref.Key, contract.MaxChangePartBytes)
+	if err != nil {
+		return contract.ChangePart{}, fmt.Errorf("open change part %s: %w", ref.Key, err)
+	}
+	if p, err = contract.DecodeChangePart(ref, m.Version, b); err != nil {
+		return p, err
+	}
+	r.mu.Lock()
+	r.verified[ref.Key] = true
+	if len(r.changes) >= 4 {
+		clear(r.changes)
+	}
+	r.changes[ref.Checksum] = p
+	r.mu.Unlock()
+	return p, nil
+}
+
+// EachChange streams the entries of kind (contract.ChangeAdded or
+// ChangeRemoved) of m's change: its inline entries, or its change parts of
+// that kind one at a time, each verified (memory: one part).
+func (r *Reader) EachChange(ctx context.Context, m *contract.Manifest, kind string, fn func(contract.ObjectEntry) error) error {
+	inline := m.Change.Added
+	if kind == contract.ChangeRemoved {
+		inline = m.Change.Removed
+	}
+	for _, o := range inline {
+		if err := fn(o); err != nil {
+			return err
+		}
+	}
+	for _, ref := range m.Change.Parts {
+		if ref.Kind != kind {
+			continue
+		}
+		p, err := r.changePart(ctx, m, ref)
+		if err != nil {
+			return err
+		}
+		for _, o := range p.Objects {
+			if err := fn(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ChangeHolds reports whether m's change of kind names objectKey, reading
+// at most the one change part whose key range covers it.
+func (r *Reader) ChangeHolds(ctx context.Context, m *contract.Manifest, kind, objectKey string) (bool, error) {
+	inline := m.Change.Added
+	if kind == contract.ChangeRemoved {
+		inline = m.Change.Removed
+	}
+	if slices.ContainsFunc(inline, func(o contract.ObjectEntry) bool { return o.Key == objectKey }) {
+		return true, nil
+	}
+	i := m.ChangePartFor(kind, objectKey)
+	if i < 0 {
+		return false, nil
+	}
+	p, err := r.changePart(ctx, m, m.Change.Parts[i])
+	if err != nil {
+		return false, err
+	}
+	_, found := slices.BinarySearchFunc(p.Objects, objectKey, func(o contract.ObjectEntry, k string) int { return cmp.Compare(o.Key, k) })
+	return found, nil
+}
+
+func (r *Reader) get(ctx context.Context, doc, key string, limit int) ([]byte, error) {
 	r.mu.Lock()
 	r.Reads++
 	r.mu.Unlock()
-	return r.objects.Get(ctx, key)
+	return GetLimited(ctx, r.objects, doc, key, limit)
 }
 
 // ErrBadHead wraps every reason a head or its root cannot be trusted: the
@@ -79,7 +189,7 @@ var ErrBadHead = errors.New("head not usable")
 // ReadHead reads and decodes a collection's committed head.
 func ReadHead(ctx context.Context, objects Objects, collection string) (contract.Head, error) {
 	key := contract.HeadKey(collection)
-	b, err := objects.Get(ctx, key)
+	b, err := GetLimited(ctx, objects, "head", key, contract.MaxHeadBytes)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return contract.Head{}, fmt.Errorf("%w: %s does not exist: %w", ErrBadHead, key, err)
@@ -99,7 +209,7 @@ func ReadHead(ctx context.Context, objects Objects, collection string) (contract
 // OpenRoot reads a manifest root and verifies it against the checksum that
 // names it.
 func OpenRoot(ctx context.Context, objects Objects, key, checksum string) (contract.Manifest, error) {
-	b, err := objects.Get(ctx, key)
+	b, err := GetLimited(ctx, objects, "manifest", key, contract.MaxRootBytes)
 	if err != nil {
 		return contract.Manifest{}, fmt.Errorf("open manifest %s: %w", key, err)
 	}
@@ -146,7 +256,16 @@ func (r *Reader) HeadRoot(ctx context.Context, collection string) (contract.Head
 // counted reads through r, counting reads.
 type counted struct{ r *Reader }
 
-func (c counted) Get(ctx context.Context, key string) ([]byte, error) { return c.r.get(ctx, key) }
+func (c counted) Get(ctx context.Context, key string) ([]byte, error) {
+	return c.r.get(ctx, "object", key, contract.MaxRootBytes)
+}
+
+func (c counted) GetLimited(ctx context.Context, key string, limit int64) ([]byte, error) {
+	c.r.mu.Lock()
+	c.r.Reads++
+	c.r.mu.Unlock()
+	return GetLimited(ctx, c.r.objects, "object", key, int(limit))
+}
 
 // Part reads and verifies one part (cached).
 func (r *Reader) Part(ctx context.Context, ref contract.PartRef) (contract.Part, error) {
@@ -156,7 +275,7 @@ func (r *Reader) Part(ctx context.Context, ref contract.PartRef) (contract.Part,
 	if ok {
 		return p, nil
 	}
-	b, err := r.get(ctx, ref.Key)
+	b, err := r.get(ctx, "manifest part", ref.Key, contract.MaxPartBytes)
 	if err != nil {
 		return contract.Part{}, fmt.Errorf("open part %s: %w", ref.Key, err)
 	}
@@ -200,7 +319,7 @@ func (r *Reader) Each(ctx context.Context, m *contract.Manifest, keep func(contr
 		if keep != nil && !keep(ref) {
 			continue
 		}
-		b, err := r.get(ctx, ref.Key)
+		b, err := r.get(ctx, "manifest part", ref.Key, contract.MaxPartBytes)
 		if err != nil {
 			return fmt.Errorf("open part %s: %w", ref.Key, err)
 		}

@@ -272,10 +272,8 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts, 
 		// selects objects at exactly that time).
 		d.TransitionDueAtUnixMs, d.TransitionDue = transitionDue(root, facts.Lifecycle, contract.SweepMinute(now.UnixMilli()))
 	}
-	for _, r := range root.Change.Removed {
-		d.GCObjects++
-		d.GCBytes = saturatingAdd(d.GCBytes, r.Size)
-	}
+	// The change's counts (the change itself may be in parts: never read here).
+	d.GCObjects, d.GCBytes = root.Change.RemovedObjects, root.Change.RemovedBytes
 	if d.GCObjects > 0 {
 		d.GCDueAtUnixMs = saturatingAdd(root.CommitTsUnixMs, (o.cfg.TokenLifetime + o.cfg.RetentionWindow).Milliseconds())
 	}

@@ -19,6 +19,11 @@ type GCBucket struct{ B *awsio.Bucket }
 // Get reads an object.
 func (g GCBucket) Get(ctx context.Context, key string) ([]byte, error) { return g.B.Get(ctx, key) }
 
+// GetLimited reads an object of at most limit bytes (lineage.LimitedObjects).
+func (g GCBucket) GetLimited(ctx context.Context, key string, limit int64) ([]byte, error) {
+	return g.B.GetLimited(ctx, key, limit)
+}
+
 // List proposes keys under prefix, one page at a time.
 func (g GCBucket) List(ctx context.Context, prefix string, fn func([]gc.Listed) error) error {
 	return g.B.ListPages(ctx, prefix, func(page []awsio.Listed) error {

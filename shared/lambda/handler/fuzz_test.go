@@ -223,6 +223,9 @@ func (w *tripwire) Root(context.Context, string, string) (contract.Manifest, err
 func (w *tripwire) Lookup(context.Context, *contract.Manifest, string) (contract.ObjectEntry, bool, error) {
 	return contract.ObjectEntry{}, false, w.trip("lookup")
 }
+func (w *tripwire) EachChange(context.Context, *contract.Manifest, string, func(contract.ObjectEntry) error) error {
+	return w.trip("each change")
+}
 func (w *tripwire) Cutover(context.Context, contract.CutoverRequest) (contract.CutoverAnswer, error) {
 	return contract.CutoverAnswer{}, w.trip("cutover")
 }
@@ -308,6 +311,9 @@ func (l *baseLineage) HeadRoot(context.Context, string) (contract.Head, contract
 }
 func (l *baseLineage) Root(context.Context, string, string) (contract.Manifest, error) {
 	return contract.Manifest{}, store.ErrNotFound
+}
+func (l *baseLineage) EachChange(context.Context, *contract.Manifest, string, func(contract.ObjectEntry) error) error {
+	return nil
 }
 func (l *baseLineage) Lookup(_ context.Context, _ *contract.Manifest, key string) (contract.ObjectEntry, bool, error) {
 	o, ok := l.held[key]

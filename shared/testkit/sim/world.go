@@ -79,6 +79,8 @@ func (v Violation) String() string {
 // committed (read from the bucket at the moment of the head write).
 type version struct {
 	v        uint64
+	added    []contract.ObjectEntry // its change (inline or from its change parts)
+	removed  []contract.ObjectEntry
 	rootKey  string
 	checksum string
 	root     contract.Manifest
@@ -225,8 +227,8 @@ func newWorld(cfg Config) *World {
 	if err := w.provision(); err != nil {
 		panic(err) // a programming error: provisioning an empty in-memory AWS cannot fail
 	}
-	w.pub = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, AcceptRebase: true}, nil)
-	w.late = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, OutputsChecked: true}, nil)
+	w.pub = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, MaxInlineChange: 2, AcceptRebase: true}, nil)
+	w.late = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, MaxInlineChange: 2, OutputsChecked: true}, nil)
 	w.ccs = newCCS(w)
 	// Per-seed intensity: some seeds are calm, some are storms.
 	w.faultRate = []float64{0, 0.01, 0.03, 0.06, 0.1}[w.rng.IntN(5)]
@@ -484,6 +486,25 @@ func (w *World) onHead(c string, body []byte) {
 			v.objects[o.Key] = o
 		}
 	}
+	v.added, v.removed = root.Change.Added, root.Change.Removed
+	for _, ref := range root.Change.Parts {
+		pb, ok := w.s3.Peek(w.def.Bucket.Name, ref.Key)
+		if !ok {
+			w.violate("head-valid", "root %s names missing change part %s", head.ManifestKey, ref.Key)
+			return
+		}
+		p, err := contract.DecodeChangePart(ref, root.Version, pb)
+		if err != nil {
+			w.violate("head-valid", "change part %s: %v", ref.Key, err)
+			return
+		}
+		v.parts = append(v.parts, ref.Key) // committed with the root, deleted with it
+		if p.Kind == contract.ChangeAdded {
+			v.added = append(slices.Clip(v.added), p.Objects...)
+		} else {
+			v.removed = append(slices.Clip(v.removed), p.Objects...)
+		}
+	}
 	if len(col.versions) > 0 {
 		prev := col.head()
 		prev.supTs = root.CommitTsUnixMs
@@ -573,7 +594,7 @@ func (w *World) checkCutover(col *collection, v *version) {
 		if mid == nil {
 			continue
 		}
-		for _, a := range mid.root.Change.Added {
+		for _, a := range mid.added {
 			if a.DeleteCount == 0 {
 				continue
 			}
@@ -717,10 +738,10 @@ func (w *World) checkIndexed(col *collection) {
 		for _, p := range v.parts {
 			reach[p] = true
 		}
-		for _, o := range v.root.Change.Added {
+		for _, o := range v.added {
 			indexed[o.Key] = true
 		}
-		for _, o := range v.root.Change.Removed {
+		for _, o := range v.removed {
 			indexed[o.Key] = true
 		}
 		if v.root.ParentVersion == 0 {

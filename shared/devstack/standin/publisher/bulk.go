@@ -83,8 +83,9 @@ func BuildParts(ctx context.Context, collection string, version uint64, n int, o
 // empty version (as Create leaves it), one append version adding n objects
 // produced by object(0..n-1) in strictly increasing key order. Parts are
 // full (Options.MaxPartObjects objects each). The root's change lists every
-// added object, as any commit's does, so that root is as large as the set;
-// the next ordinary commit's root is small again.
+// added object, as any commit's does: inline when there are few, otherwise
+// in change parts written as the objects stream by (memory: one part of
+// each), so the root stays small however large the load.
 func (p *Publisher) BulkLoad(ctx context.Context, collection string, n int, object func(i int) contract.ObjectEntry) (contract.Head, error) {
 	base, err := p.Read(ctx, collection)
 	if err != nil {
@@ -93,28 +94,40 @@ func (p *Publisher) BulkLoad(ctx context.Context, collection string, n int, obje
 	if len(base.Root.Parts) != 0 || base.Root.Summary.Objects != 0 {
 		return contract.Head{}, fmt.Errorf("bulk load %s: v%d is not empty (%d objects)", collection, base.Head.Version, base.Root.Summary.Objects)
 	}
-	added := make([]contract.ObjectEntry, 0, n)
+	version := base.Head.Version + 1
+	var inline []contract.ObjectEntry
+	cw := newChangeWriter(collection, version, p.opts.MaxPartObjects, p.putPart)
 	nextSeq := base.Root.NextSeq
+	var cerr error
 	collect := func(i int) contract.ObjectEntry {
 		o := object(i)
-		added = append(added, o)
 		nextSeq = max(nextSeq, o.MaxSeq+1)
+		if n <= p.opts.MaxInlineChange {
+			inline = append(inline, o)
+		} else if err := cw.add(ctx, contract.ChangeAdded, o); err != nil && cerr == nil {
+			cerr = err
+		}
 		return o
 	}
-	put := func(ctx context.Context, key string, body []byte) error {
-		_, err := p.objects.Put(ctx, key, body)
-		return err
+	refs, summary, err := BuildParts(ctx, collection, version, n, collect, p.opts.MaxPartObjects, p.putPart)
+	if err == nil {
+		err = cerr
 	}
-	refs, summary, err := BuildParts(ctx, collection, base.Head.Version+1, n, collect, p.opts.MaxPartObjects, put)
 	if err != nil {
 		return contract.Head{}, err
 	}
+	change, ok := inlineChange(inline, nil, p.opts.MaxInlineChange)
+	if !ok || n > p.opts.MaxInlineChange {
+		if change, err = cw.done(ctx); err != nil {
+			return contract.Head{}, err
+		}
+	}
 	root := contract.Manifest{
-		SchemaVersion: contract.SchemaVersion, Collection: collection, Version: base.Head.Version + 1,
+		SchemaVersion: contract.SchemaVersion, Collection: collection, Version: version,
 		ParentVersion: base.Head.Version, ParentKey: base.Head.ManifestKey, ParentChecksum: base.Head.ManifestChecksum,
 		CommitTsUnixMs: max(p.now().UnixMilli(), base.Root.CommitTsUnixMs+1), NextSeq: nextSeq,
 		Origin: contract.Origin{Kind: contract.OriginAppend},
-		Change: contract.Change{Added: added, Removed: []contract.ObjectEntry{}}, Parts: refs, Summary: summary,
+		Change: change, Parts: refs, Summary: summary,
 	}
 	head, body, err := p.writeRoot(ctx, root)
 	if err != nil {

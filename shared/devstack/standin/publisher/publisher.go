@@ -37,6 +37,10 @@ type Options struct {
 	// OutputsChecked skips the output check at apply time: the publisher
 	// checked them when it received (and queued) the request.
 	OutputsChecked bool
+	// MaxInlineChange is the most change entries a root holds inline
+	// (default and upper bound contract.MaxInlineChange); a larger change
+	// goes to change parts. Tests lower it to exercise change parts.
+	MaxInlineChange int
 }
 
 // Publisher is the stand-in Manifest Publisher.
@@ -53,6 +57,10 @@ func New(objects Objects, now func() time.Time, opts Options, log *slog.Logger) 
 	if opts.MaxPartObjects <= 0 {
 		opts.MaxPartObjects = 4096
 	}
+	if opts.MaxInlineChange <= 0 || opts.MaxInlineChange > contract.MaxInlineChange {
+		opts.MaxInlineChange = contract.MaxInlineChange
+	}
+	opts.MaxPartObjects = min(opts.MaxPartObjects, contract.MaxPartObjects)
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 20
 	}
@@ -198,11 +206,15 @@ func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (con
 			return contract.Head{}, fmt.Errorf("write part %s: %w", key, err)
 		}
 	}
+	change, err := buildChange(ctx, base.Root.Collection, base.Head.Version+1, ch.Added, ch.Removed, p.opts.MaxInlineChange, p.opts.MaxPartObjects, p.putPart)
+	if err != nil {
+		return contract.Head{}, err
+	}
 	root := contract.Manifest{
 		SchemaVersion: contract.SchemaVersion, Collection: base.Root.Collection, Version: base.Head.Version + 1,
 		ParentVersion: base.Head.Version, ParentKey: base.Head.ManifestKey, ParentChecksum: base.Head.ManifestChecksum,
 		CommitTsUnixMs: max(p.now().UnixMilli(), base.Root.CommitTsUnixMs+1), NextSeq: base.Root.NextSeq + ch.Seqs, Origin: ch.Origin,
-		Change: contract.Change{Added: nonNil(ch.Added), Removed: nonNil(ch.Removed)}, Parts: nonNilRefs(np.refs), Summary: np.summary,
+		Change: change, Parts: nonNilRefs(np.refs), Summary: np.summary,
 	}
 	head, body, err := p.writeRoot(ctx, root)
 	if err != nil {
@@ -234,6 +246,11 @@ func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (con
 	default:
 		return head, fmt.Errorf("cas head of %s: %w", root.Collection, err)
 	}
+}
+
+func (p *Publisher) putPart(ctx context.Context, key string, body []byte) error {
+	_, err := p.objects.Put(ctx, key, body)
+	return err
 }
 
 // writeRoot stores an immutable root and returns the head that names it.

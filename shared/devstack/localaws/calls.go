@@ -49,10 +49,14 @@ type recording struct {
 
 func (r *recording) Header() http.Header { return r.w.Header() }
 
+// WriteHeader forwards the first status only: an emulated service that
+// writes a second status (gofakes3 does on some error paths) would otherwise
+// make net/http log "superfluous WriteHeader" into every test's output.
 func (r *recording) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
+	if r.status != 0 {
+		return
 	}
+	r.status = code
 	r.w.WriteHeader(code)
 }
 

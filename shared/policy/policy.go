@@ -9,8 +9,15 @@ import (
 // Policy is every tunable of the coordinator. The zero value is not
 // usable: start from Default().
 type Policy struct {
-	// LeaseDuration is how long a task lease lasts without a heartbeat.
+	// LeaseDuration is how long a task lease lasts without a heartbeat:
+	// the grace a holder has between two heartbeats. It must be at least
+	// MinLeaseHeartbeats heartbeat intervals, so one late or failed
+	// heartbeat never makes a live holder's lease look free.
 	LeaseDuration Duration `json:"lease_duration_ms"`
+	// LeaseHeartbeat is how often a holder extends its lease while it works
+	// (between outputs and during a long merge, whenever this much time
+	// has passed since the last extension).
+	LeaseHeartbeat Duration `json:"lease_heartbeat_ms"`
 	// MaxTaskLifetime bounds a task from its start to its handoff: an
 	// older completion is dropped, and a never-committed output is
 	// reclaimed once it is older than MaxTaskLifetime + ClockSkew.
@@ -111,6 +118,7 @@ type Functions struct {
 func Default() Policy {
 	return Policy{
 		LeaseDuration:   Duration(2 * time.Minute),
+		LeaseHeartbeat:  Duration(DefaultLeaseHeartbeat),
 		MaxTaskLifetime: Duration(15 * time.Minute),
 		CutoverDeadline: Duration(30 * time.Minute),
 		ClockSkew:       Duration(2 * time.Minute),
@@ -147,6 +155,14 @@ func Default() Policy {
 		},
 	}
 }
+
+// DefaultLeaseHeartbeat is the heartbeat cadence of a task lease.
+const DefaultLeaseHeartbeat = 30 * time.Second
+
+// MinLeaseHeartbeats is the grace floor: lease_duration_ms must be at
+// least this many heartbeat intervals (a lease whose grace were one
+// interval would expire on the first late heartbeat).
+const MinLeaseHeartbeats = 2
 
 // VisibilityTimeout is the visibility timeout of a queue whose consumer's
 // timeout is fnTimeout (AWS's recommendation for Lambda event sources).

@@ -25,6 +25,7 @@ func TestValidateRejectsEachBadRelation(t *testing.T) {
 		edit  func(*policy.Policy)
 		field string
 	}{
+		{"grace below two heartbeats", func(p *policy.Policy) { p.LeaseDuration = 2*p.LeaseHeartbeat - 1 }, "lease_duration_ms"},
 		{"lease not shorter than task lifetime", func(p *policy.Policy) { p.LeaseDuration = p.MaxTaskLifetime }, "lease_duration_ms"},
 		{"cutover deadline shorter than the task lifetime", func(p *policy.Policy) { p.CutoverDeadline = p.MaxTaskLifetime - 1 }, "cutover_deadline_ms"},
 		{"skew longer than the lease", func(p *policy.Policy) { p.ClockSkew = p.LeaseDuration + 1 }, "clock_skew_ms"},
@@ -61,6 +62,7 @@ func TestValidateRejectsEachBadRange(t *testing.T) {
 		field string
 	}{
 		{func(p *policy.Policy) { p.LeaseDuration = 0 }, "lease_duration_ms"},
+		{func(p *policy.Policy) { p.LeaseHeartbeat = 0 }, "lease_heartbeat_ms"},
 		{func(p *policy.Policy) { p.MaxTaskLifetime = -1 }, "max_task_lifetime_ms"},
 		{func(p *policy.Policy) { p.ClockSkew = -1 }, "clock_skew_ms"},
 		{func(p *policy.Policy) { p.OwnerTimeout = 0 }, "owner_timeout_ms"},

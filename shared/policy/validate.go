@@ -51,6 +51,7 @@ func (p Policy) Validate() error {
 
 	// Ranges.
 	positive(p.LeaseDuration, "lease_duration_ms")
+	positive(p.LeaseHeartbeat, "lease_heartbeat_ms")
 	positive(p.MaxTaskLifetime, "max_task_lifetime_ms")
 	positive(p.CutoverDeadline, "cutover_deadline_ms")
 	nonNegative(p.ClockSkew, "clock_skew_ms")
@@ -90,6 +91,9 @@ func (p Policy) Validate() error {
 	}
 
 	// Relations.
+	check(p.LeaseDuration >= MinLeaseHeartbeats*p.LeaseHeartbeat, "lease_duration_ms",
+		"%s must be at least %d x lease_heartbeat_ms %s (the grace floor: one late heartbeat must not free a live holder's lease)",
+		p.LeaseDuration, MinLeaseHeartbeats, p.LeaseHeartbeat)
 	check(p.LeaseDuration < p.MaxTaskLifetime, "lease_duration_ms",
 		"%s must be shorter than max_task_lifetime_ms %s (a task outlives several leases)", p.LeaseDuration, p.MaxTaskLifetime)
 	check(p.CutoverDeadline >= p.MaxTaskLifetime, "cutover_deadline_ms",

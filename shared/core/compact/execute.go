@@ -55,13 +55,16 @@ type Reporter interface {
 // ExecConfigFrom is the executor's configuration under a validated
 // coordinator policy, with guards g.
 func ExecConfigFrom(p policy.Policy, g guard.Set) ExecConfig {
-	return ExecConfig{Policy: PolicyFrom(p.Compaction), LeaseDuration: p.LeaseDuration.D(), Guards: g}
+	return ExecConfig{Policy: PolicyFrom(p.Compaction), LeaseDuration: p.LeaseDuration.D(), Heartbeat: p.LeaseHeartbeat.D(), Guards: g}
 }
 
 // ExecConfig tunes the executor.
 type ExecConfig struct {
 	Policy        Policy
 	LeaseDuration time.Duration
+	// Heartbeat: the lease is extended whenever this much time passed
+	// since the last extension (while merging, too), and after every output.
+	Heartbeat time.Duration
 	Writer        segment.WriterOptions
 	Guards        guard.Set
 }
@@ -92,6 +95,9 @@ func NewExecutor(objects Objects, leases Leases, facts Facts, report Reporter, n
 	}
 	if cfg.LeaseDuration <= 0 {
 		cfg.LeaseDuration = policy.Default().LeaseDuration.D()
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = min(policy.DefaultLeaseHeartbeat, cfg.LeaseDuration/policy.MinLeaseHeartbeats)
 	}
 	return &Executor{objects: objects, lin: lineage.New(objects, 256), leases: leases, facts: facts, report: report, now: now, cfg: cfg, metrics: m, log: log}
 }
@@ -142,12 +148,20 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 	case err != nil:
 		return Result{}, err
 	}
+	keep, err := lease.NewKeeper(e.leases, ls, task, e.now, started, e.cfg.Heartbeat, e.cfg.LeaseDuration)
+	if err != nil {
+		return Result{Lease: ls}, fmt.Errorf("run %s: %w", task.TaskID, err)
+	}
 	run := e.run
 	if task.Kind == contract.KindLifecycleTransition {
 		run = e.runTransition
 	}
-	res, err := run(ctx, task, ls, started)
+	res, err := run(ctx, task, keep, started)
 	res.Lease = ls
+	if kerr := keep.Err(); kerr != nil && err == nil {
+		err = kerr
+	}
+	ls = keep.Lease()
 	switch {
 	case errors.Is(err, lease.ErrLost):
 		e.metrics.Add("LeaseLost", 1)
@@ -179,7 +193,7 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 	return res, nil
 }
 
-func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time) (Result, error) {
+func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time) (Result, error) {
 	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
 		return Result{Outcome: OutcomeStale, Reason: reason}, err
 	}
@@ -206,15 +220,15 @@ func (e *Executor) run(ctx context.Context, task contract.Task, ls contract.Leas
 	job := jobs[0]
 	res := Result{Job: &job}
 	e.metrics.Add("CompactionsRun", 1)
-	added, stats, ls, err := e.merge(ctx, task, ls, job)
+	added, stats, err := e.merge(ctx, task, keep, job)
 	res.BytesRead, res.BytesWritten = stats.BytesRead, stats.BytesWritten
 	if err != nil {
 		return res, err
 	}
-	if _, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration); err != nil {
+	if err := keep.Force(ctx); err != nil {
 		return res, err
 	}
-	c, reported, err := e.report1(ctx, task, ls, started, job.Reason, job.Inputs, added, stats.BytesRead, stats.BytesWritten)
+	c, reported, err := e.report1(ctx, task, keep.Lease(), started, job.Reason, job.Inputs, added, stats.BytesRead, stats.BytesWritten)
 	if !reported {
 		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
 		return res, err
@@ -264,16 +278,20 @@ func (e *Executor) revalidate(ctx context.Context, task contract.Task) (contract
 }
 
 // merge streams the job's inputs into outputs under the task's keys,
-// heartbeating the lease after every output.
-func (e *Executor) merge(ctx context.Context, task contract.Task, ls contract.Lease, job Job) ([]contract.ObjectEntry, segment.MergeStats, contract.Lease, error) {
+// heartbeating the lease after every output and, while a long merge reads
+// its inputs, whenever a heartbeat is due.
+func (e *Executor) merge(ctx context.Context, task contract.Task, keep *lease.Keeper, job Job) ([]contract.ObjectEntry, segment.MergeStats, error) {
 	its := make([]*segment.Iterator, len(job.Inputs))
 	for i, in := range job.Inputs {
-		r, err := segment.Open(e.objects.ReaderAt(ctx, in.Key, in.Size), in.Size)
+		r, err := segment.Open(beating{ctx: ctx, r: e.objects.ReaderAt(ctx, in.Key, in.Size), keep: keep}, in.Size)
 		if err != nil {
-			return nil, segment.MergeStats{}, ls, fmt.Errorf("open input %s: %w", in.Key, err)
+			if kerr := keep.Err(); kerr != nil {
+				return nil, segment.MergeStats{}, kerr
+			}
+			return nil, segment.MergeStats{}, fmt.Errorf("open input %s: %w", in.Key, err)
 		}
 		if err := matches(r.Footer(), in); err != nil {
-			return nil, segment.MergeStats{}, ls, err
+			return nil, segment.MergeStats{}, err
 		}
 		its[i] = r.Iter()
 	}
@@ -281,7 +299,6 @@ func (e *Executor) merge(ctx context.Context, task contract.Task, ls contract.Le
 	defer cancel(nil)
 	var added []contract.ObjectEntry
 	target := e.cfg.Policy.normalized().TargetObjectBytes
-	var lost error
 	w := e.outputWriter(ctx, task, job, target)
 	defer w.abort()
 	out := segment.OutputFuncs{
@@ -292,26 +309,39 @@ func (e *Executor) merge(ctx context.Context, task contract.Task, ls contract.Le
 				return err
 			}
 			added = append(added, f.Entry(key, f.Size, f.Checksum, job.Tier, job.OutputLevel))
-			nl, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration)
-			if err != nil {
-				lost = err
+			if err := keep.Force(ctx); err != nil {
 				cancel(err)
 				return err
 			}
-			ls = nl
 			return nil
 		},
 	}
 	stats, err := segment.Merge(mctx, its, out, segment.MergeOptions{
 		DropDeletes: job.DropDeletes, TargetObjectBytes: target, Writer: e.cfg.Writer,
 	})
-	if lost != nil {
-		return added, stats, ls, lost
+	if lost := keep.Err(); lost != nil {
+		return added, stats, lost
 	}
 	if err != nil {
-		return added, stats, ls, fmt.Errorf("merge %s: %w", task.TaskID, err)
+		return added, stats, fmt.Errorf("merge %s: %w", task.TaskID, err)
 	}
-	return added, stats, ls, nil
+	return added, stats, nil
+}
+
+// beating is an input's ReaderAt that heartbeats the lease when one is
+// due before every read: a merge that reads for longer than a heartbeat
+// interval before finishing an output keeps its lease.
+type beating struct {
+	ctx  context.Context
+	r    io.ReaderAt
+	keep *lease.Keeper
+}
+
+func (b beating) ReadAt(p []byte, off int64) (int, error) {
+	if err := b.keep.Beat(b.ctx); err != nil {
+		return 0, err
+	}
+	return b.r.ReadAt(p, off)
 }
 
 // levelParts keeps the parts whose key range intersects one of levels'

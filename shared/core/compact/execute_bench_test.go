@@ -19,6 +19,7 @@ import (
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lease"
 	"github.com/searchfabric/bcc/shared/core/segment"
 	"github.com/searchfabric/bcc/shared/devstack/localaws"
 	"github.com/searchfabric/bcc/shared/guard"
@@ -67,7 +68,11 @@ func benchMerge(b *testing.B, objects Objects, inputs []contract.ObjectEntry) se
 		b.Fatal(err)
 	}
 	job := Job{Tier: contract.TierHot, Inputs: inputs, OutputLevel: 1, DropDeletes: true}
-	_, stats, _, err := e.merge(ctx, task, ls, job)
+	keep, err := lease.NewKeeper(e.leases, ls, task, time.Now, time.Now(), time.Minute, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, stats, err := e.merge(ctx, task, keep, job)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,7 +83,8 @@ func benchMerge(b *testing.B, objects Objects, inputs []contract.ObjectEntry) se
 type benchLeases struct{}
 
 func (benchLeases) Acquire(_ context.Context, t contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error) {
-	return contract.Lease{TaskID: t.TaskID, Holder: holder, LeaseEpoch: 1, LeaseExpiryUnixMs: now.Add(d).UnixMilli()}, nil
+	return contract.Lease{TaskID: t.TaskID, Kind: t.Kind, Collection: t.Collection, BaseManifestVersion: t.BaseManifestVersion,
+		BaseManifestChecksum: t.BaseManifestChecksum, Holder: holder, LeaseEpoch: 1, LeaseExpiryUnixMs: now.Add(d).UnixMilli()}, nil
 }
 
 func (benchLeases) Extend(_ context.Context, l contract.Lease, now time.Time, d time.Duration) (contract.Lease, error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lease"
 )
 
 // ReasonLifecycleTransition is the reason of a lifecycle transition job.
@@ -37,7 +38,7 @@ var errJobFull = errors.New("job full")
 // The tier is the manifest's data tier; the copy is written with the
 // bucket's default storage class (mapping tiers to S3 storage classes is
 // the deployment's concern, not modelled here).
-func (e *Executor) runTransition(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time) (Result, error) {
+func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time) (Result, error) {
 	facts, reason, err := e.revalidate(ctx, task)
 	if err != nil || reason != "" {
 		return Result{Outcome: OutcomeStale, Reason: reason}, err
@@ -86,13 +87,11 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, ls con
 		res.BytesRead = saturatingAdd(res.BytesRead, in.Size)
 		res.BytesWritten = saturatingAdd(res.BytesWritten, in.Size)
 		added = append(added, out)
-		nl, err := e.leases.Extend(ctx, ls, e.now(), e.cfg.LeaseDuration)
-		if err != nil {
+		if err := keep.Force(ctx); err != nil {
 			return res, err
 		}
-		ls = nl
 	}
-	c, reported, err := e.report1(ctx, task, ls, started, ReasonLifecycleTransition+" to "+tier, job.Inputs, added, res.BytesRead, res.BytesWritten)
+	c, reported, err := e.report1(ctx, task, keep.Lease(), started, ReasonLifecycleTransition+" to "+tier, job.Inputs, added, res.BytesRead, res.BytesWritten)
 	if !reported {
 		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
 		return res, err

@@ -12,6 +12,15 @@
 //   - Extend (heartbeat) and Complete succeed only while the stored epoch and
 //     holder are still the caller's; otherwise the caller lost the lease
 //     (ErrLost) and must stop without reporting.
+//   - A holder heartbeats every policy lease_heartbeat_ms (30 s by
+//     default) while it works — during a long merge too, not only between
+//     outputs (Keeper) — and the lease lasts lease_duration_ms without one,
+//     which policy validation keeps at >= 2 heartbeats (the grace floor):
+//     a single late heartbeat never frees a live holder's lease.
+//   - A lease fences one task identity: presenting it for another task,
+//     collection, kind or base is ErrScope, refused before any write.
+//   - Refusals are typed (HeldError, LostError, ScopeError carry the
+//     evidence) and match their sentinels with errors.Is.
 //   - Every write is a conditional write in the Store. With the
 //     guard.Set.LeaseCondition guard off (mutation proofs only) the writes
 //     are unconditional, which is exactly the bug the guard exists against.

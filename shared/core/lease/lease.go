@@ -11,13 +11,6 @@ import (
 	"github.com/searchfabric/bcc/shared/store"
 )
 
-// Sentinel outcomes.
-var (
-	ErrHeld = errors.New("lease held by another holder")
-	ErrLost = errors.New("lease lost")
-	ErrDone = errors.New("task already done")
-)
-
 // State is a stored lease record.
 type State struct {
 	Lease contract.Lease
@@ -64,7 +57,7 @@ func (l *Leases) Acquire(ctx context.Context, task contract.Task, holder string,
 	case errors.Is(err, store.ErrConditionFailed) && cur.Done:
 		return cur.Lease, fmt.Errorf("acquire %s: %w (epoch %d)", task.TaskID, ErrDone, cur.Lease.LeaseEpoch)
 	case errors.Is(err, store.ErrConditionFailed):
-		return cur.Lease, fmt.Errorf("acquire %s: %w: %s until %d (epoch %d)", task.TaskID, ErrHeld, cur.Lease.Holder, cur.Lease.LeaseExpiryUnixMs, cur.Lease.LeaseEpoch)
+		return cur.Lease, &HeldError{TaskID: task.TaskID, Holder: cur.Lease.Holder, Epoch: cur.Lease.LeaseEpoch, ExpiryMs: cur.Lease.LeaseExpiryUnixMs}
 	}
 	return contract.Lease{}, fmt.Errorf("acquire %s: %w", task.TaskID, err)
 }
@@ -78,7 +71,7 @@ func (l *Leases) Extend(ctx context.Context, ls contract.Lease, now time.Time, d
 		ls.LeaseExpiryUnixMs = exp
 		return ls, nil
 	case errors.Is(err, store.ErrConditionFailed):
-		return ls, fmt.Errorf("extend %s epoch %d: %w", ls.TaskID, ls.LeaseEpoch, ErrLost)
+		return ls, &LostError{Op: "extend", TaskID: ls.TaskID, Holder: ls.Holder, Epoch: ls.LeaseEpoch}
 	}
 	return ls, fmt.Errorf("extend %s: %w", ls.TaskID, err)
 }
@@ -90,7 +83,25 @@ func (l *Leases) Complete(ctx context.Context, ls contract.Lease, now time.Time)
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrConditionFailed):
-		return fmt.Errorf("complete %s epoch %d: %w", ls.TaskID, ls.LeaseEpoch, ErrLost)
+		return &LostError{Op: "complete", TaskID: ls.TaskID, Holder: ls.Holder, Epoch: ls.LeaseEpoch}
 	}
 	return fmt.Errorf("complete %s: %w", ls.TaskID, err)
+}
+
+// CheckScope returns a *ScopeError when ls was not granted for task: a
+// lease fences one task identity (its id, collection, kind and base), so
+// a holder that presents it for anything else is refused before it writes.
+func CheckScope(ls contract.Lease, task contract.Task) error {
+	for _, f := range []struct{ name, lease, used string }{
+		{"task_id", ls.TaskID, task.TaskID},
+		{"collection", ls.Collection, task.Collection},
+		{"task_kind", string(ls.Kind), string(task.Kind)},
+		{"base_manifest_version", fmt.Sprint(ls.BaseManifestVersion), fmt.Sprint(task.BaseManifestVersion)},
+		{"base_manifest_checksum", ls.BaseManifestChecksum, task.BaseManifestChecksum},
+	} {
+		if f.lease != f.used {
+			return &ScopeError{TaskID: ls.TaskID, Field: f.name, Lease: f.lease, Used: f.used}
+		}
+	}
+	return nil
 }

@@ -81,3 +81,73 @@ func mustWithout(t *testing.T, name string) guard.Set {
 	}
 	return g
 }
+
+// Each refusal carries its evidence in a typed error that still matches
+// its sentinel.
+func TestTypedErrors(t *testing.T) {
+	ctx := context.Background()
+	l := New(NewMemory(), guard.All())
+	tk := task()
+	a, err := l.Acquire(ctx, tk, "A", t0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Acquire(ctx, tk, "B", t0.Add(time.Second), time.Minute)
+	var held *HeldError
+	if !errors.Is(err, ErrHeld) || !errors.As(err, &held) || held.Holder != "A" || held.Epoch != 1 || held.ExpiryMs != a.LeaseExpiryUnixMs {
+		t.Fatalf("held: %v %+v", err, held)
+	}
+	if _, err := l.Acquire(ctx, tk, "B", t0.Add(2*time.Minute), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Extend(ctx, a, t0.Add(2*time.Minute), time.Minute)
+	var lost *LostError
+	if !errors.Is(err, ErrLost) || !errors.As(err, &lost) || lost.Op != "extend" || lost.Holder != "A" || lost.Epoch != 1 {
+		t.Fatalf("lost: %v %+v", err, lost)
+	}
+	other := tk
+	other.BaseManifestVersion++
+	var scope *ScopeError
+	if err := CheckScope(a, other); !errors.Is(err, ErrScope) || !errors.As(err, &scope) || scope.Field != "base_manifest_version" {
+		t.Fatalf("scope: %v", err)
+	}
+	if err := CheckScope(a, tk); err != nil {
+		t.Fatalf("own task: %v", err)
+	}
+}
+
+// The keeper extends only when a heartbeat is due, and its first failure
+// sticks.
+func TestKeeperBeatsWhenDue(t *testing.T) {
+	ctx := context.Background()
+	l := New(NewMemory(), guard.All())
+	tk := task()
+	now := t0
+	clock := func() time.Time { return now }
+	a, err := l.Acquire(ctx, tk, "A", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKeeper(l, a, tk, clock, now, 30*time.Second, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(29 * time.Second)
+	if err := k.Beat(ctx); err != nil || k.Lease().LeaseExpiryUnixMs != a.LeaseExpiryUnixMs {
+		t.Fatalf("beat before due extended: %v %d", err, k.Lease().LeaseExpiryUnixMs)
+	}
+	now = now.Add(time.Second)
+	if err := k.Beat(ctx); err != nil || k.Lease().LeaseExpiryUnixMs != now.Add(time.Minute).UnixMilli() {
+		t.Fatalf("due beat: %v %d", err, k.Lease().LeaseExpiryUnixMs)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := l.Acquire(ctx, tk, "B", now, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Beat(ctx); !errors.Is(err, ErrLost) {
+		t.Fatalf("beat after B took over: %v", err)
+	}
+	if err := k.Force(ctx); !errors.Is(err, ErrLost) || !errors.Is(k.Err(), ErrLost) {
+		t.Fatalf("the failure sticks: %v", err)
+	}
+}

@@ -65,8 +65,8 @@ type ExecConfig struct {
 	// Heartbeat: the lease is extended whenever this much time passed
 	// since the last extension (while merging, too), and after every output.
 	Heartbeat time.Duration
-	Writer        segment.WriterOptions
-	Guards        guard.Set
+	Writer    segment.WriterOptions
+	Guards    guard.Set
 }
 
 // Executor runs one compaction task: lease, revalidate, plan, merge, write,

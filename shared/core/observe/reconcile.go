@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lineage"
 )
 
 // Catalog lists the collections CCS knows (the authority for what exists).
@@ -60,19 +61,51 @@ func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contr
 	if err != nil {
 		return nil, false, fmt.Errorf("read observed state of %s: %w", collection, err)
 	}
+	var tasks []contract.Task
+	for _, d := range PlanReconcile(o.cfg, cur, res, o.now().UnixMilli()) {
+		tasks = append(tasks, d.Task)
+	}
+	if len(tasks) > 0 {
+		if err := o.queue.Enqueue(ctx, tasks); err != nil {
+			return nil, false, fmt.Errorf("enqueue reconcile tasks for %s: %w", collection, err)
+		}
+	}
+	return append(res.Tasks, tasks...), res.Outcome == OutcomeAdvanced, nil
+}
+
+// Due is one task reconciliation enqueues, and why.
+type Due struct {
+	Task   contract.Task `json:"task"`
+	Reason string        `json:"reason"`
+}
+
+// PlanReconcile is the reconciliation rule, a pure function: given the
+// recorded state cur (after res's observation) and a fresh observation res
+// of the head (with fresh CCS facts) at nowMs, the tasks to enqueue beyond
+// the observation's own (res.Tasks), each with its reason. The scheduled
+// reconciliation and the operator's `bcc plan` both call it, so what the
+// operator sees is what runs.
+func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 	if cur.Version == 0 {
 		// The state was wiped after the observation: there is nothing to
 		// derive tasks from (a task needs a base version); the next pass
 		// re-derives them from the head.
-		return res.Tasks, res.Outcome == OutcomeAdvanced, nil
+		return nil
 	}
-	nowMs := o.now().UnixMilli()
-	var tasks []contract.Task
+	collection := res.Collection
+	if collection == "" {
+		collection = cur.Collection
+	}
+	var due []Due
+	add := func(t contract.Task, format string, args ...any) {
+		due = append(due, Due{Task: t, Reason: fmt.Sprintf(format, args...)})
+	}
 	// The facts just read are fresher than the recorded state's: a
 	// tombstone set by CCS without a new head is only seen here.
 	tomb := cur.Debt.TombstoneActive || res.Debt.TombstoneActive
 	if res.Outcome != OutcomeAdvanced && res.Debt.TombstoneActive && res.Version == cur.Version {
-		tasks = append(tasks, contract.NewTask(contract.KindTombstoneCleanup, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs))
+		add(contract.NewTask(contract.KindTombstoneCleanup, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs),
+			"CCS facts v%d tombstone the collection at head v%d", res.FactsVersion, cur.Version)
 	}
 	// A lifecycle transition becomes due with time alone, without a new
 	// head: res.Debt is judged now from the head's root and fresh facts.
@@ -81,17 +114,19 @@ func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contr
 	// later, when that task's result did not land) enqueue one here. Its
 	// identity carries the sweep minute. A due transition takes precedence
 	// over compaction (see Observer.tasks).
-	stale := nowMs-cur.ObservedAtUnixMs >= o.cfg.GCSweepInterval.Milliseconds()
+	stale := nowMs-cur.ObservedAtUnixMs >= cfg.GCSweepInterval.Milliseconds()
 	transition := false
 	if res.Outcome != OutcomeAdvanced && res.Debt.TransitionDue && res.Version == cur.Version && !tomb {
 		byObserver := cur.FactsVersion == res.FactsVersion && res.Debt.TransitionDueAtUnixMs <= contract.SweepMinute(cur.ObservedAtUnixMs)
 		transition = true
 		if !byObserver || stale {
-			tasks = append(tasks, contract.NewSweepTask(contract.KindLifecycleTransition, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs))
+			add(contract.NewSweepTask(contract.KindLifecycleTransition, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs),
+				"lifecycle transition due since %d (enqueued by the observer: %v; observed a sweep interval ago: %v)", res.Debt.TransitionDueAtUnixMs, byObserver, stale)
 		}
 	}
 	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue && !tomb && !transition {
 		t := contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs)
+		why := "compaction due at head v%d"
 		if stale {
 			// Still due a whole sweep interval after this head was
 			// observed: its task finished (the lease is done) without the
@@ -100,19 +135,67 @@ func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contr
 			// under a fresh identity (racing reconciliations within one
 			// minute still collapse).
 			t = contract.NewSweepTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs)
+			why = "compaction still due a sweep interval after head v%d was observed: retried under a fresh identity"
 		}
-		tasks = append(tasks, t)
+		add(t, why, cur.Version)
 	}
-	gcDue := res.Outcome == OutcomeAdvanced && res.Previous == 0 ||
-		cur.Debt.GCObjects > 0 && cur.Debt.GCDueAtUnixMs <= nowMs ||
-		nowMs-cur.Debt.GCSweptAtUnixMs >= o.cfg.GCSweepInterval.Milliseconds()
-	if gcDue && !tomb {
-		tasks = append(tasks, contract.NewSweepTask(contract.KindGC, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs))
+	newColl := res.Outcome == OutcomeAdvanced && res.Previous == 0
+	debtDue := cur.Debt.GCObjects > 0 && cur.Debt.GCDueAtUnixMs <= nowMs
+	sweepDue := nowMs-cur.Debt.GCSweptAtUnixMs >= cfg.GCSweepInterval.Milliseconds()
+	if (newColl || debtDue || sweepDue) && !tomb {
+		why := "not swept for a sweep interval"
+		switch {
+		case newColl:
+			why = "first observation of the collection"
+		case debtDue:
+			why = fmt.Sprintf("%d removed objects (%d bytes) due since %d", cur.Debt.GCObjects, cur.Debt.GCBytes, cur.Debt.GCDueAtUnixMs)
+		}
+		add(contract.NewSweepTask(contract.KindGC, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs), "gc sweep: %s", why)
 	}
-	if len(tasks) > 0 {
-		if err := o.queue.Enqueue(ctx, tasks); err != nil {
-			return nil, false, fmt.Errorf("enqueue reconcile tasks for %s: %w", collection, err)
+	return due
+}
+
+// Preview is what reconciling collection now would see, read without
+// writing anything (the operator's plan): the observation Observe would
+// return (res, with the tasks the observer itself would enqueue) and the
+// recorded state after it (cur). Feed both to PlanReconcile.
+func (o *Observer) Preview(ctx context.Context, collection string) (res Result, cur Observed, err error) {
+	head, root, err := lineage.HeadRoot(ctx, o.objects, collection)
+	if err != nil {
+		return Result{Collection: collection}, cur, err
+	}
+	facts, err := o.readFacts(ctx, collection)
+	if err != nil {
+		return Result{Collection: collection}, cur, err
+	}
+	prev, err := o.state.Get(ctx, collection)
+	if err != nil {
+		return Result{Collection: collection}, cur, fmt.Errorf("read observed state of %s: %w", collection, err)
+	}
+	now := o.now()
+	st := Observed{
+		Collection: collection, Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
+		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion,
+		Debt: o.debt(root, facts, now),
+	}
+	res = Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
+	switch {
+	case head.Version > prev.Version:
+		res.Outcome, res.Tasks = OutcomeAdvanced, o.tasks(head, st, now)
+		cur = st // as Advance records it: the new debt added to the recorded debt
+		cur.Debt.GCObjects += prev.Debt.GCObjects
+		cur.Debt.GCBytes += prev.Debt.GCBytes
+		if prev.Debt.GCDueAtUnixMs != 0 || st.Debt.GCObjects == 0 {
+			cur.Debt.GCDueAtUnixMs = prev.Debt.GCDueAtUnixMs // if_not_exists
+		}
+		cur.Debt.GCSweptAtUnixMs = prev.Debt.GCSweptAtUnixMs
+	case head.Version == prev.Version && head.ManifestChecksum == prev.Checksum:
+		res.Outcome, cur = OutcomeDuplicate, prev
+	default:
+		res.Outcome, cur = OutcomeStale, prev
+		if prev.Version > head.Version || prev.Version == head.Version {
+			res.Tasks = []contract.Task{contract.NewSweepTask(contract.KindGC, collection, head.Version, head.ManifestChecksum, res.FactsVersion, now.UnixMilli())}
 		}
 	}
-	return append(res.Tasks, tasks...), res.Outcome == OutcomeAdvanced, nil
+	return res, cur, nil
 }

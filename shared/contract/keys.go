@@ -17,14 +17,19 @@ import (
 //	collections/<c>/manifests/changes/<version:020d>-<sha256 hex>.json
 //	                                                      change parts of one version (a change too large for its root)
 //	collections/<c>/data/l0/<version:020d>-<n>.seg        segments committed by appends (level 0)
-//	collections/<c>/data/l<L>/<task id>/<n:04d>.seg       rewrite outputs at level L (1..9)
+//	collections/<c>/data/l<L>/<task id>/<n:04d>.seg       rewrite outputs at level L (0..9: a fan-out merge
+//	                                                      writes one level up; a fragmentation or delete-density
+//	                                                      rewrite and a lifecycle transition keep their inputs' level)
 //
 // The coordinator owns exactly one family of keys: the outputs its rewrite
 // tasks (compaction, lifecycle transition) write, under a prefix that is
 // the task's own identity (OwnedOutputTask parses it):
 //
-//	collections/<c>/data/l<1-9>/<kind>-<c>-v<base version>-<16 hex>/<4 digits>.seg
+//	collections/<c>/data/l<0-9>/<kind>-<c>-v<base version>-<16 hex>/<4 digits>.seg
 //	<kind> = compaction | lifecycletransition
+//
+// Level 0 included: an append's segments are l0/<version>-<n>.seg (files,
+// never a task directory), so the two families cannot collide.
 //
 // Only such a key may be reclaimed as a never-committed output (rules 4
 // and 11). Every other key under data/ belongs to another writer (ingest,
@@ -129,7 +134,7 @@ func RewriteOutputKey(c string, level int, taskID string, n int) string {
 // writer's.
 func OwnedOutputTask(c, key string) (taskID string, ok bool) {
 	rest, ok := strings.CutPrefix(key, DataPrefix(c)+"l")
-	if !ok || len(rest) < 2 || rest[0] < '1' || rest[0] > '9' || rest[1] != '/' {
+	if !ok || len(rest) < 2 || rest[0] < '0' || rest[0] > '9' || rest[1] != '/' {
 		return "", false
 	}
 	rest = rest[2:]

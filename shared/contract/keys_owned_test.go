@@ -14,6 +14,8 @@ func TestOwnedOutputTaskRecognisesOnlyTheCoordinatorsOutputs(t *testing.T) {
 		{RewriteOutputKey(c, 1, comp.TaskID, 0), comp.TaskID},
 		{RewriteOutputKey(c, 9, comp.TaskID, 17), comp.TaskID},
 		{RewriteOutputKey(c, 2, trans.TaskID, 3), trans.TaskID},
+		{RewriteOutputKey(c, 0, trans.TaskID, 0), trans.TaskID}, // a transition keeps its input's level, 0 included
+		{RewriteOutputKey(c, 0, comp.TaskID, 1), comp.TaskID},   // so does a fragmentation rewrite
 	} {
 		got, ok := OwnedOutputTask(c, tc.key)
 		if !ok || got != tc.task {
@@ -22,7 +24,6 @@ func TestOwnedOutputTaskRecognisesOnlyTheCoordinatorsOutputs(t *testing.T) {
 	}
 	for _, key := range []string{
 		AppendSegmentKey(c, 5, 0),                       // ingest
-		RewriteOutputKey(c, 0, comp.TaskID, 0),          // level 0 is never a rewrite level
 		RewriteOutputKey(c, 1, gcTask.TaskID, 0),        // not a rewrite kind
 		RewriteOutputKey("orders", 1, comp.TaskID, 0),   // another collection's prefix
 		DataPrefix(c) + "l1/import-2026-01-01/0000.seg", // snapshot import

@@ -141,3 +141,42 @@ func TestGCDeleteRetryReprovesAfterDropAndRecreate(t *testing.T) {
 		return nil
 	})
 }
+
+// A lifecycle transition, a fragmentation and a delete-density rewrite keep
+// their inputs' level, level 0 included (collections/<c>/data/l0/<task
+// id>/<n>.seg). When one crashes before its cutover, those outputs are the
+// coordinator's never-committed outputs: reclaim must find them at every
+// level, or each crashed rewrite of young data leaks its copies forever.
+func TestGCReclaimsNeverCommittedRewriteOutputsAtEveryLevel(t *testing.T) {
+	e := startGC(t, nil)
+	e.create("c1", contract.Lifecycle{})
+	e.add("c1", 1, 0, 0)
+	head, err := e.Lineage.Head(e.ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own []string
+	for _, crashed := range []contract.Task{
+		contract.NewSweepTask(contract.KindLifecycleTransition, "c1", head.Version, head.ManifestChecksum, 1, e.clk.Now().UnixMilli()),
+		contract.NewTask(contract.KindCompaction, "c1", head.Version, head.ManifestChecksum, 1, e.clk.Now().UnixMilli()),
+	} {
+		for level := 0; level <= 2; level++ {
+			k := contract.RewriteOutputKey("c1", level, crashed.TaskID, level)
+			if _, err := e.Bucket.Put(e.ctx, k, []byte("never committed")); err != nil {
+				t.Fatal(err)
+			}
+			own = append(own, k)
+		}
+	}
+	e.clk.Advance(48 * time.Hour)
+	e.watermark(e.clk.Now())
+	ex, _ := e.executor(guard.All(), nil)
+	if _, err := ex.Run(e.ctx, contract.Task{TaskID: "t", Kind: contract.KindGC, Collection: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range own {
+		if e.exists(k) {
+			t.Errorf("never-committed rewrite output past the grace leaked: %s", k)
+		}
+	}
+}

@@ -773,6 +773,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// writtenByRewrite reports whether key lies in a directory named after one
+// of the coordinator's rewrite tasks of c, whatever its level: the sim's own
+// reading of where executors write, independent of contract.OwnedOutputTask.
+func writtenByRewrite(c, key string) bool {
+	for _, kind := range []string{"compaction", "lifecycletransition"} {
+		if strings.Contains(key, "/"+kind+"-"+c+"-v") {
+			return true
+		}
+	}
+	return false
+}
+
 // owned reports whether key is an output of one of the coordinator's own
 // rewrite tasks (the only never-committed objects it may reclaim).
 func owned(c, key string) bool {

@@ -31,22 +31,27 @@ type Cleanup struct {
 // Completion is the one carrier every executor reports with (the handoff
 // queue's message body). Rewrites carry Coverage; deleting tasks carry Cleanup.
 type Completion struct {
-	SchemaVersion        int       `json:"schema_version"`
-	TaskID               string    `json:"task_id"`
-	Kind                 TaskKind  `json:"task_kind"`
-	Collection           string    `json:"collection"`
-	BaseManifestVersion  uint64    `json:"base_manifest_version"`
-	BaseManifestChecksum string    `json:"base_manifest_checksum"`
-	CCSFactsVersion      uint64    `json:"ccs_facts_version"`
-	LeaseEpoch           uint64    `json:"lease_epoch"`
-	Outcome              string    `json:"outcome"`
-	Reason               string    `json:"reason,omitempty"`
-	StartedAtUnixMs      int64     `json:"started_at_unix_ms"`
-	FinishedAtUnixMs     int64     `json:"finished_at_unix_ms"`
-	BytesRead            int64     `json:"bytes_read"`
-	BytesWritten         int64     `json:"bytes_written"`
-	Coverage             *Coverage `json:"coverage,omitempty"`
-	Cleanup              *Cleanup  `json:"cleanup,omitempty"`
+	SchemaVersion        int      `json:"schema_version"`
+	TaskID               string   `json:"task_id"`
+	Kind                 TaskKind `json:"task_kind"`
+	Collection           string   `json:"collection"`
+	BaseManifestVersion  uint64   `json:"base_manifest_version"`
+	BaseManifestChecksum string   `json:"base_manifest_checksum"`
+	CCSFactsVersion      uint64   `json:"ccs_facts_version"`
+	// CCSFactsDigest is FactsDigest of the facts the task ran under (the
+	// facts its kind depends on, at CCSFactsVersion). The handoff hands the
+	// result off only while current CCS facts have the same digest; a
+	// completion without one is judged by CCSFactsVersion alone.
+	CCSFactsDigest   string    `json:"ccs_facts_digest,omitempty"`
+	LeaseEpoch       uint64    `json:"lease_epoch"`
+	Outcome          string    `json:"outcome"`
+	Reason           string    `json:"reason,omitempty"`
+	StartedAtUnixMs  int64     `json:"started_at_unix_ms"`
+	FinishedAtUnixMs int64     `json:"finished_at_unix_ms"`
+	BytesRead        int64     `json:"bytes_read"`
+	BytesWritten     int64     `json:"bytes_written"`
+	Coverage         *Coverage `json:"coverage,omitempty"`
+	Cleanup          *Cleanup  `json:"cleanup,omitempty"`
 }
 
 func (c *Completion) validate() error {
@@ -64,6 +69,8 @@ func (c *Completion) validate() error {
 		return invalid("outcome %q is not succeeded|stale|failed", c.Outcome)
 	case c.Outcome == OutcomeSucceeded && c.Kind.Rewrites() && c.Coverage == nil:
 		return invalid("a succeeded rewrite must carry coverage")
+	case c.CCSFactsDigest != "" && !validFactsDigest(c.CCSFactsDigest):
+		return invalid("ccs_facts_digest %q is not facts-<32 hex>", c.CCSFactsDigest)
 	}
 	if c.Coverage != nil {
 		for i := range c.Coverage.Added {

@@ -42,6 +42,9 @@ func examples() map[string]any {
 	out := obj(contract.RewriteOutputKey("orders", 1, task.TaskID, 0), 1)
 	cov := contract.Coverage{Removed: part.Objects, Added: []contract.ObjectEntry{out}}
 	reqID := contract.CutoverRequestID(task.TaskID, cov)
+	facts := contract.CollectionFacts{SchemaVersion: 1, Collection: "orders", FactsVersion: 3, Lifecycle: contract.Lifecycle{RetentionMs: 604800000, TransitionAfterMs: 2592000000, TransitionToTier: contract.TierWarm}}
+	tombstoned := facts
+	tombstoned.FactsVersion, tombstoned.Tombstoned, tombstoned.ReservationHorizonUnixMs = 4, true, 1764486600000
 	bulk := contract.ChangePart{SchemaVersion: 1, Collection: "orders", Version: 12, Kind: contract.ChangeAdded, Objects: part.Objects}
 	return map[string]any{
 		"manifest-change-part.json":   bulk,
@@ -50,11 +53,11 @@ func examples() map[string]any {
 		"manifest-part.json":          part,
 		"task.json":                   task,
 		"lease.json":                  contract.Lease{TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, LeaseEpoch: 2, LeaseExpiryUnixMs: 1764400216000, Holder: "compaction/2026-11-29/abc", AcquiredAtUnixMs: 1764400096000},
-		"completion-rewrite.json":     contract.Completion{SchemaVersion: 1, TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, CCSFactsVersion: 3, LeaseEpoch: 2, Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: 1764400096000, FinishedAtUnixMs: 1764400101000, BytesRead: 96426, BytesWritten: 48213, Coverage: &cov},
-		"completion-cleanup.json":     contract.Completion{SchemaVersion: 1, TaskID: contract.TaskID(contract.KindTombstoneCleanup, "orders", 9, rootSum, 4), Kind: contract.KindTombstoneCleanup, Collection: "orders", BaseManifestVersion: 9, BaseManifestChecksum: rootSum, CCSFactsVersion: 4, Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Deleted: []string{out.Key}, AlreadyGone: 1, Complete: true}},
+		"completion-rewrite.json":     contract.Completion{SchemaVersion: 1, TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, CCSFactsVersion: 3, CCSFactsDigest: contract.FactsDigest(task.Kind, facts), LeaseEpoch: 2, Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: 1764400096000, FinishedAtUnixMs: 1764400101000, BytesRead: 96426, BytesWritten: 48213, Coverage: &cov},
+		"completion-cleanup.json":     contract.Completion{SchemaVersion: 1, TaskID: contract.TaskID(contract.KindTombstoneCleanup, "orders", 9, rootSum, 4), Kind: contract.KindTombstoneCleanup, Collection: "orders", BaseManifestVersion: 9, BaseManifestChecksum: rootSum, CCSFactsVersion: 4, CCSFactsDigest: contract.FactsDigest(contract.KindTombstoneCleanup, tombstoned), Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Deleted: []string{out.Key}, AlreadyGone: 1, Complete: true}},
 		"cutover-request.json":        contract.CutoverRequest{SchemaVersion: 1, RequestID: reqID, Collection: "orders", BaseVersion: 8, BaseChecksum: rootSum, NotAfterUnixMs: 1764401896000, Removed: cov.Removed, Added: cov.Added},
 		"cutover-answer.json":         contract.CutoverAnswer{SchemaVersion: 1, RequestID: reqID, Status: contract.CutoverAccepted, CommittedVersion: 9, CommittedChecksum: contract.Checksum([]byte("root v9")), HeadVersion: 9},
-		"ccs-facts.json":              contract.CollectionFacts{SchemaVersion: 1, Collection: "orders", FactsVersion: 3, Lifecycle: contract.Lifecycle{RetentionMs: 604800000, TransitionAfterMs: 2592000000, TransitionToTier: contract.TierWarm}},
+		"ccs-facts.json":              facts,
 		"release-intent-request.json": contract.ReleaseIntentRequest{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 4), IntentKind: contract.CollectionReleaseIntent, Collection: "orders", FactsVersion: 4, Dependencies: []string{"objects", "manifests", "reservation_horizon"}},
 		"release-intent-answer.json":  contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 4), Status: contract.IntentRecorded, RecordedAtUnixMs: 1764400200000},
 		"lineage-confirmation.json":   contract.LineageConfirmation{SchemaVersion: 1, Collection: "orders", HeadVersion: 8, HeadChecksum: rootSum, AbandonedRoots: []string{contract.ManifestKey("orders", 9, contract.Checksum([]byte("root v9"))), contract.ManifestKey("orders", 10, contract.Checksum([]byte("root v10")))}, AbandonedHeadVersion: 10, AbandonedHeadChecksum: contract.Checksum([]byte("root v10")), ConfirmedBy: "ops@example.com", ConfirmedAtUnixMs: 1764400300000, Reason: "restored v8 after a bad bulk load"},

@@ -13,18 +13,19 @@ type Set struct {
 	FreshProof            bool // every delete call, retries included, rests on an eligibility proof younger than the configured bound
 	CutoverDeadline       bool // never-committed outputs wait past the largest possible cutover not_after plus the skew allowance
 	HeadRegression        bool // a head below the highest version seen (or below existing roots) stops destructive GC until an operator confirms
+	HandoffFacts          bool // the handoff re-reads CCS facts before every cutover and release intent: the facts the task kind depends on must be unchanged (fail closed when CCS is unreachable)
 }
 
 // All is every guard on: the only production setting.
 func All() Set {
 	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
-		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true}
+		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true}
 }
 
 // Names lists the guards in a stable order (for mutation reports).
 func Names() []string {
 	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
-		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression"}
+		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression", "handoff_facts"}
 }
 
 // Without returns All() with the named guard off; ok is false for an unknown name.
@@ -56,6 +57,8 @@ func (s Set) Off(name string) (Set, bool) {
 		s.CutoverDeadline = false
 	case "head_regression":
 		s.HeadRegression = false
+	case "handoff_facts":
+		s.HandoffFacts = false
 	default:
 		return s, false
 	}

@@ -465,7 +465,8 @@ func orStale(stale *Result) Result {
 // went stale (c.Reason says why) or revalidation failed (err).
 func (e *Executor) report1(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time, reason string,
 	inputs, added []contract.ObjectEntry, bytesRead, bytesWritten int64) (contract.Completion, bool, error) {
-	if _, stale, err := e.revalidate(ctx, task); err != nil || stale != "" {
+	facts, stale, err := e.revalidate(ctx, task)
+	if err != nil || stale != "" {
 		return contract.Completion{Reason: stale}, false, err
 	}
 	cov := contract.Coverage{Removed: inputs, Added: added}
@@ -475,6 +476,11 @@ func (e *Executor) report1(ctx context.Context, task contract.Task, ls contract.
 		CCSFactsVersion: task.CCSFactsVersion, LeaseEpoch: ls.LeaseEpoch, Outcome: contract.OutcomeSucceeded,
 		Reason: reason, StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
 		BytesRead: bytesRead, BytesWritten: bytesWritten, Coverage: &cov,
+	}
+	if e.facts != nil {
+		// The facts it ran under (revalidated: facts_version is the
+		// task's); the handoff compares them with current CCS facts.
+		c.CCSFactsDigest = contract.FactsDigest(task.Kind, facts)
 	}
 	if err := e.report.Report(ctx, c); err != nil {
 		return c, true, fmt.Errorf("report completion of %s: %w", task.TaskID, err)

@@ -159,7 +159,7 @@ func (e *Executor) complete(ctx context.Context, task contract.Task, pl Plan, re
 		// The head the cleanup was judged against (the handoff records the
 		// release intent only while it is still the head).
 		BaseManifestVersion: pl.HeadVersion, BaseManifestChecksum: pl.HeadChecksum,
-		CCSFactsVersion: pl.FactsVersion, Outcome: outcome, Reason: reason,
+		CCSFactsVersion: pl.FactsVersion, CCSFactsDigest: contract.FactsDigest(task.Kind, pl.facts), Outcome: outcome, Reason: reason,
 		StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
 		Cleanup: &contract.Cleanup{Deleted: nonNilKeys(deleted), AlreadyGone: rep.AlreadyGone, DeferredByReason: rep.DeferredByReason, Complete: complete},
 	}

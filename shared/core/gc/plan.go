@@ -100,7 +100,8 @@ type Plan struct {
 	CorruptParts []CorruptPart `json:"corrupt_parts,omitempty"`
 	Remaining    []string      `json:"remaining_dependencies,omitempty"`
 
-	roots       []contract.Manifest // for Apply (immutable, verified)
+	facts       contract.CollectionFacts // the CCS facts read (for the completion's facts digest)
+	roots       []contract.Manifest      // for Apply (immutable, verified)
 	retainedIdx []bool
 	held        map[uint64]bool // evict versions with a candidate deferred or not reached
 }
@@ -191,6 +192,7 @@ func (pl planner) plan(ctx context.Context, c string, nowT time.Time) (Plan, err
 func (p *Plan) describe(v view, fr frame) {
 	roots := v.walk.Roots
 	p.Tombstoned, p.FactsVersion, p.LifecycleRetentionMs = v.facts.Tombstoned, v.facts.FactsVersion, v.facts.Lifecycle.RetentionMs
+	p.facts = v.facts
 	p.HeadVersion, p.HeadChecksum, p.HeadRootKey = v.walk.Head.Version, v.walk.Head.ManifestChecksum, v.walk.Head.ManifestKey
 	p.Roots, p.LineageComplete = len(roots), v.walk.Complete
 	if len(roots) > 0 {

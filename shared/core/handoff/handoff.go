@@ -32,10 +32,16 @@ type Publisher interface {
 	Cutover(ctx context.Context, req contract.CutoverRequest) (contract.CutoverAnswer, error)
 }
 
-// CCS records release intents (idempotent by intent id).
+// CCS records release intents (idempotent by intent id) and serves the
+// current scheduling facts the handoff re-reads before every hand-off.
 type CCS interface {
+	Facts(ctx context.Context, collection string) (contract.CollectionFacts, error)
 	RecordReleaseIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error)
 }
+
+// ErrFactsUnavailable: current CCS facts could not be read, so nothing is
+// handed off (fail closed); the completion is retried later.
+var ErrFactsUnavailable = errors.New("CCS facts unavailable")
 
 // Reclaimer deletes objects. It is used only by the unguarded ambiguous
 // path (guard.AmbiguousReread off), which models the naive "treat unknown
@@ -122,6 +128,7 @@ const (
 	OutcomeIntentRecorded   Outcome = "intent_recorded"
 	OutcomeIntentRejected   Outcome = "intent_rejected"
 	OutcomeIntentNotAllowed Outcome = "intent_not_allowed" // cleanup not complete
+	OutcomeFactsChanged     Outcome = "stale_facts"        // CCS facts the task kind depends on changed: dropped
 )
 
 // Result reports one completion.
@@ -168,6 +175,15 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 		verdict, err := h.judge(ctx, c, reqID)
 		if err != nil || verdict.Outcome != "" {
 			return h.finish(c, verdict), err
+		}
+		// The head still is the base: the facts decide, read now, right
+		// before this (re)submission.
+		if changed, err := h.factsChanged(ctx, c); err != nil || changed != "" {
+			res.Outcome, res.Reason = OutcomeFactsChanged, changed
+			if err != nil {
+				return Result{RequestID: reqID}, err
+			}
+			return h.finish(c, res), nil
 		}
 		ans, err := h.pub.Cutover(ctx, req)
 		if err == nil {
@@ -369,6 +385,10 @@ func (h *Handoff) finish(c contract.Completion, res Result) Result {
 	case OutcomeExpired:
 		h.metrics.Add("ExpiredResultsDropped", 1)
 		h.log.Warn("result dropped: the publisher did not apply it before not_after", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
+	case OutcomeFactsChanged:
+		h.metrics.Add("StaleFactsDropped", 1)
+		h.log.Info("result dropped: the CCS facts its task kind depends on changed; fresh work comes from current facts", "task", c.TaskID,
+			"kind", c.Kind, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeRejected:
 		h.metrics.Add("CutoversRejected", 1)
 		h.log.Error("cutover rejected by the publisher", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
@@ -418,6 +438,14 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 	if h.ccs == nil {
 		return Result{}, errors.New("release intent: no CCS endpoint configured")
 	}
+	// The release is of the tombstone the cleanup ran under: CCS must
+	// still hold that tombstone, read now, right before the intent.
+	if changed, err := h.factsChanged(ctx, c); err != nil {
+		return Result{}, err
+	} else if changed != "" {
+		res := h.finish(c, Result{Outcome: OutcomeFactsChanged, Reason: changed})
+		return res, nil
+	}
 	id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c.Collection, c.CCSFactsVersion)
 	req := contract.ReleaseIntentRequest{
 		SchemaVersion: contract.SchemaVersion, IntentID: id, IntentKind: contract.CollectionReleaseIntent,
@@ -437,6 +465,42 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 	h.metrics.Add("ReleaseIntentsRejected", 1)
 	h.log.Error("release intent rejected by CCS", "collection", c.Collection, "intent", id, "reason", ans.Reason)
 	return Result{Outcome: OutcomeIntentRejected, RequestID: id, Reason: ans.Reason}, nil
+}
+
+// factsChanged reads the collection's current CCS facts and says why the
+// facts c's task kind depends on (contract.FactsDependencies) are no longer
+// the ones it ran under; "" when they are. A completion without a digest
+// is judged by its facts_version alone. Unreadable facts are an error
+// wrapping ErrFactsUnavailable: nothing is handed off, the message is
+// retried later (fail closed).
+func (h *Handoff) factsChanged(ctx context.Context, c contract.Completion) (string, error) {
+	if !h.cfg.Guards.HandoffFacts {
+		return "", nil
+	}
+	var (
+		f   contract.CollectionFacts
+		err error
+	)
+	if h.ccs == nil {
+		err = errors.New("no CCS endpoint configured")
+	} else {
+		f, err = h.ccs.Facts(ctx, c.Collection)
+	}
+	if err != nil {
+		h.metrics.Add("HandoffFactsUnavailable", 1)
+		h.log.Warn("CCS facts unreadable; nothing handed off, retried later", "task", c.TaskID, "collection", c.Collection, "err", err)
+		return "", fmt.Errorf("hand off %s of %s: read current CCS facts: %w: %w", c.Kind, c.Collection, ErrFactsUnavailable, err)
+	}
+	switch {
+	case c.CCSFactsDigest == "":
+		if f.FactsVersion != c.CCSFactsVersion {
+			return fmt.Sprintf("CCS facts are v%d, the task ran under v%d (no facts digest: any change counts)", f.FactsVersion, c.CCSFactsVersion), nil
+		}
+	case contract.FactsDigest(c.Kind, f) != c.CCSFactsDigest:
+		return fmt.Sprintf("CCS facts v%d changed what %s depends on since v%d: now %s", f.FactsVersion, c.Kind, c.CCSFactsVersion,
+			contract.DescribeFacts(c.Kind, f)), nil
+	}
+	return "", nil
 }
 
 func dependencies(c contract.Completion) []string {

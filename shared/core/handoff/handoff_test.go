@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -112,7 +113,7 @@ func completion(base uint64, started time.Time) contract.Completion {
 
 func newHandoff(lin *fakeLineage, pub Publisher, g guard.Set) (*Handoff, *metrics.Recorder) {
 	m := metrics.New("handoff")
-	return New(lin, pub, nil, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil), m
+	return New(lin, pub, &fakeCCS{}, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil), m
 }
 
 func TestRewriteDecisions(t *testing.T) {
@@ -211,7 +212,20 @@ func TestDuplicateCompletionIsHarmless(t *testing.T) {
 }
 
 type fakeCCS struct {
-	reqs []contract.ReleaseIntentRequest
+	reqs     []contract.ReleaseIntentRequest
+	facts    contract.CollectionFacts // the current facts of every collection
+	factsErr error                    // CCS unreachable
+	reads    int
+}
+
+func (f *fakeCCS) Facts(_ context.Context, c string) (contract.CollectionFacts, error) {
+	f.reads++
+	if f.factsErr != nil {
+		return contract.CollectionFacts{}, f.factsErr
+	}
+	g := f.facts
+	g.Collection = c
+	return g, nil
 }
 
 func (f *fakeCCS) RecordReleaseIntent(_ context.Context, r contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
@@ -237,7 +251,7 @@ func TestReleaseIntentOnlyWhenComplete(t *testing.T) {
 	}{{"complete", guard.All(), true, 1, 1}, {"incomplete", guard.All(), false, 0, 1}, {"incomplete unguarded", withoutG("release_dependencies"), false, 1, 1},
 		{"complete but the head moved since", guard.All(), true, 0, 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ccs := &fakeCCS{}
+			ccs := &fakeCCS{facts: contract.CollectionFacts{FactsVersion: 4, Tombstoned: true}}
 			h := New(newLineage(1), nil, ccs, nil, time.Now, Config{Guards: tc.g}, nil, nil)
 			c := contract.Completion{TaskID: "tc", Kind: contract.KindTombstoneCleanup, Collection: "c1", CCSFactsVersion: 4,
 				BaseManifestVersion: tc.judged, BaseManifestChecksum: sum(tc.judged),
@@ -263,4 +277,136 @@ func withoutG(name string) guard.Set {
 		panic(name)
 	}
 	return g
+}
+
+// The facts a kind depends on decide; other facts changes do not waste the
+// result. Without the handoff_facts guard every result is handed off.
+func TestFactsCheckedPerKind(t *testing.T) {
+	planned := contract.CollectionFacts{Collection: "c1", FactsVersion: 3,
+		Lifecycle: contract.Lifecycle{RetentionMs: 1000, TransitionAfterMs: 60000, TransitionToTier: contract.TierCold}}
+	tomb := planned
+	tomb.Tombstoned, tomb.ReservationHorizonUnixMs = true, 5000
+	retention := func(f contract.CollectionFacts) contract.CollectionFacts { f.Lifecycle.RetentionMs = 9999; return f }
+	tier := func(f contract.CollectionFacts) contract.CollectionFacts {
+		f.Lifecycle.TransitionToTier = contract.TierWarm
+		return f
+	}
+	off := func(f contract.CollectionFacts) contract.CollectionFacts {
+		f.Lifecycle.TransitionAfterMs, f.Lifecycle.TransitionToTier = 0, ""
+		return f
+	}
+	dropped := func(f contract.CollectionFacts) contract.CollectionFacts {
+		f.Tombstoned, f.ReservationHorizonUnixMs = true, 7000
+		return f
+	}
+	undropped := func(f contract.CollectionFacts) contract.CollectionFacts { f.Tombstoned = false; return f }
+	newer := func(f contract.CollectionFacts) contract.CollectionFacts { f.ReservationHorizonUnixMs = 8000; return f }
+	for _, tc := range []struct {
+		name    string
+		kind    contract.TaskKind
+		planned contract.CollectionFacts
+		change  func(contract.CollectionFacts) contract.CollectionFacts
+		stale   bool
+	}{
+		{"compaction, retention changed", contract.KindCompaction, planned, retention, false},
+		{"compaction, transition changed", contract.KindCompaction, planned, tier, false},
+		{"compaction, tombstoned", contract.KindCompaction, planned, dropped, true},
+		{"transition, retention changed", contract.KindLifecycleTransition, planned, retention, false},
+		{"transition, other tier", contract.KindLifecycleTransition, planned, tier, true},
+		{"transition, switched off", contract.KindLifecycleTransition, planned, off, true},
+		{"transition, tombstoned", contract.KindLifecycleTransition, planned, dropped, true},
+		{"cleanup, retention changed", contract.KindTombstoneCleanup, tomb, retention, false},
+		{"cleanup, un-dropped", contract.KindTombstoneCleanup, tomb, undropped, true},
+		{"cleanup, newer tombstone", contract.KindTombstoneCleanup, tomb, newer, true},
+	} {
+		for _, g := range []guard.Set{guard.All(), withoutG("handoff_facts")} {
+			t.Run(fmt.Sprintf("%s/guarded=%v", tc.name, g.HandoffFacts), func(t *testing.T) {
+				cur := tc.change(tc.planned)
+				cur.FactsVersion++
+				ccs := &fakeCCS{facts: cur}
+				lin := newLineage(5)
+				pub := &fakePublisher{lin: lin}
+				m := metrics.New("handoff")
+				h := New(lin, pub, ccs, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil)
+				c := completion(5, t0)
+				c.Kind, c.CCSFactsVersion, c.CCSFactsDigest = tc.kind, tc.planned.FactsVersion, contract.FactsDigest(tc.kind, tc.planned)
+				if tc.kind == contract.KindTombstoneCleanup {
+					c.Coverage, c.Cleanup = nil, &contract.Cleanup{Complete: true}
+				}
+				res, err := h.Process(context.Background(), c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				handedOff := pub.calls+len(ccs.reqs) > 0
+				if want := !tc.stale || !g.HandoffFacts; handedOff != want {
+					t.Fatalf("handed off = %v (outcome %s: %s), want %v", handedOff, res.Outcome, res.Reason, want)
+				}
+				if tc.stale && g.HandoffFacts && (res.Outcome != OutcomeFactsChanged || m.Counts()["StaleFactsDropped"] != 1) {
+					t.Fatalf("outcome %s (%s), metrics %v", res.Outcome, res.Reason, m.Counts())
+				}
+			})
+		}
+	}
+}
+
+// A completion without a digest (an older executor) is judged by its
+// facts_version: any change counts.
+func TestFactsWithoutDigestCompareVersions(t *testing.T) {
+	lin := newLineage(5)
+	pub := &fakePublisher{lin: lin}
+	h := New(lin, pub, &fakeCCS{facts: contract.CollectionFacts{FactsVersion: 4}}, nil, func() time.Time { return t0.Add(time.Minute) },
+		Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, nil, nil)
+	c := completion(5, t0)
+	c.CCSFactsVersion = 3
+	if res, err := h.Process(context.Background(), c); err != nil || res.Outcome != OutcomeFactsChanged || pub.calls != 0 {
+		t.Fatalf("%s %v, %d cutovers", res.Outcome, err, pub.calls)
+	}
+}
+
+// CCS unreachable: nothing is handed off, the completion is retried later
+// (an error wrapping ErrFactsUnavailable); the facts are read before every
+// resubmission after an unknown outcome too.
+func TestFactsUnavailableFailsClosed(t *testing.T) {
+	for _, kind := range []contract.TaskKind{contract.KindCompaction, contract.KindTombstoneCleanup} {
+		lin := newLineage(5)
+		pub := &fakePublisher{lin: lin}
+		ccs := &fakeCCS{facts: contract.CollectionFacts{Tombstoned: true}, factsErr: fmt.Errorf("dial: %w", store.ErrThrottled)}
+		m := metrics.New("handoff")
+		h := New(lin, pub, ccs, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, m, nil)
+		c := completion(5, t0)
+		c.Kind = kind
+		if kind == contract.KindTombstoneCleanup {
+			c.Coverage, c.Cleanup = nil, &contract.Cleanup{Complete: true}
+		}
+		_, err := h.Process(context.Background(), c)
+		if !errors.Is(err, ErrFactsUnavailable) || pub.calls != 0 || len(ccs.reqs) != 0 || m.Counts()["HandoffFactsUnavailable"] != 1 {
+			t.Fatalf("%s: err %v, %d cutovers, %d intents, %v", kind, err, pub.calls, len(ccs.reqs), m.Counts())
+		}
+		ccs.factsErr = nil // CCS is back: the retry hands off
+		if res, err := h.Process(context.Background(), c); err != nil || (res.Outcome != OutcomeAccepted && res.Outcome != OutcomeIntentRecorded) {
+			t.Fatalf("%s retry: %s %v", kind, res.Outcome, err)
+		}
+	}
+	// Unknown outcome, then the facts change before the resubmission.
+	lin := newLineage(5)
+	pub := &fakePublisher{lin: lin, ambiguous: 1}
+	ccs := &fakeCCS{}
+	h := New(lin, &lostPublisher{pub, func() { ccs.facts.FactsVersion = 9 }}, ccs, nil, func() time.Time { return t0.Add(time.Minute) },
+		Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, nil, nil)
+	if res, err := h.Process(context.Background(), completion(5, t0)); err != nil || res.Outcome != OutcomeFactsChanged || ccs.reads != 2 {
+		t.Fatalf("%s %v, %d facts reads", res.Outcome, err, ccs.reads)
+	}
+}
+
+// lostPublisher loses the request (the head stays at the base) and runs
+// then before answering ambiguously.
+type lostPublisher struct {
+	*fakePublisher
+	then func()
+}
+
+func (p *lostPublisher) Cutover(_ context.Context, r contract.CutoverRequest) (contract.CutoverAnswer, error) {
+	p.calls++
+	p.then()
+	return contract.CutoverAnswer{}, fmt.Errorf("timeout: %w", store.ErrAmbiguous)
 }

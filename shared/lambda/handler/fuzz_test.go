@@ -320,6 +320,17 @@ func (l *baseLineage) Lookup(_ context.Context, _ *contract.Manifest, key string
 	return o, ok, nil
 }
 
+// factsCCS answers the same facts for every collection and records no
+// intent.
+type factsCCS struct{ facts contract.CollectionFacts }
+
+func (f *factsCCS) Facts(context.Context, string) (contract.CollectionFacts, error) {
+	return f.facts, nil
+}
+func (f *factsCCS) RecordReleaseIntent(_ context.Context, r contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
+	return contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: r.IntentID, Status: contract.IntentRejected}, nil
+}
+
 type recPublisher struct{ reqs []contract.CutoverRequest }
 
 func (p *recPublisher) Cutover(_ context.Context, r contract.CutoverRequest) (contract.CutoverAnswer, error) {
@@ -350,7 +361,8 @@ func FuzzHandoffCompletion(f *testing.F) {
 		}
 		pub := &recPublisher{}
 		clock := func() time.Time { return time.UnixMilli(seed.StartedAtUnixMs).Add(time.Minute) }
-		uc := handoff.New(lin, pub, nil, nil, clock, handoff.Config{Guards: guard.All()}, metrics.New("handoff"), quiet)
+		ccs := &factsCCS{facts: contract.CollectionFacts{SchemaVersion: 1, Collection: seed.Collection, FactsVersion: seed.CCSFactsVersion}}
+		uc := handoff.New(lin, pub, ccs, nil, clock, handoff.Config{Guards: guard.All()}, metrics.New("handoff"), quiet)
 		h := handler.NewHandoff(uc, metrics.New("handoff"), io.Discard, clock, quiet)
 		if _, err := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-1", Body: body}}}); err != nil {
 			t.Fatal(err)

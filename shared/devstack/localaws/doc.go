@@ -19,6 +19,13 @@
 // stack corrects it: If-Match on a missing key answers 404 NoSuchKey as S3
 // does (gofakes3 answers 412).
 //
+// Tests can inject a fault per operation (InjectFault): apply a request and
+// then answer HTTP 500 or drop the connection, or refuse it with a 500
+// before applying it. The product's clients are the real SDK clients, so
+// its real retryer sends the identical request again and a conditional
+// write meets its own first attempt: the ambiguous outcome rule 13 is
+// about, reproduced on the wire rather than simulated in a fake client.
+//
 // The stack counts requests per service and operation so tests and
 // benchmarks can assert how many AWS calls a use case makes.
 package localaws

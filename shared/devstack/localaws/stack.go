@@ -73,6 +73,7 @@ type Stack struct {
 	mappings []*mapping
 	creds    aws.CredentialsProvider
 	fnCreds  map[string]aws.CredentialsProvider
+	faults   faults
 	mu       sync.Mutex
 	closed   bool
 	wg       sync.WaitGroup
@@ -166,21 +167,36 @@ func (s *Stack) route(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, ServicePrefix):
 		s.mux.ServeHTTP(w, r)
 	case strings.HasPrefix(target, dynamoTarget):
-		count("dynamodb", strings.TrimPrefix(target, dynamoTarget))
-		s.ddb.ServeHTTP(w, r)
+		op := strings.TrimPrefix(target, dynamoTarget)
+		count("dynamodb", op)
+		s.serve(w, r, "dynamodb", op, s.ddb.ServeHTTP)
 	case strings.HasPrefix(target, sqsTargetPrefx):
-		count("sqs", strings.TrimPrefix(target, sqsTargetPrefx))
-		s.sqs.ServeHTTP(w, r)
+		op := strings.TrimPrefix(target, sqsTargetPrefx)
+		count("sqs", op)
+		s.serve(w, r, "sqs", op, s.sqs.ServeHTTP)
 	case strings.HasPrefix(target, eventsTargetPrefix): // always ours, also in front of an upstream
 		count("events", strings.TrimPrefix(target, eventsTargetPrefix))
 		s.serveEvents(w, r)
 	default:
-		count("s3", s3Operation(r))
+		op := s3Operation(r)
+		count("s3", op)
 		if s.opts.Upstream != "" {
 			s.resignDecodedQuery(r) // see resign.go
 		}
-		s.notify.serveS3(w, r)
+		s.serve(w, r, "s3", op, s.notify.serveS3)
 	}
+}
+
+// serve passes r to next unless an injected fault matches it (only
+// requests of the product, never the stack's own internal ones).
+func (s *Stack) serve(w http.ResponseWriter, r *http.Request, service, op string, next func(http.ResponseWriter, *http.Request)) {
+	if r.Header.Get(internalHeader) == "" {
+		if af := s.faults.take(service, op, r); af != nil {
+			s.serveFaulted(w, r, service, op, af, next)
+			return
+		}
+	}
+	next(w, r)
 }
 
 // Close stops event delivery, pollers and the listener.

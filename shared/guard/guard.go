@@ -14,18 +14,21 @@ type Set struct {
 	CutoverDeadline       bool // never-committed outputs wait past the largest possible cutover not_after plus the skew allowance
 	HeadRegression        bool // a head below the highest version seen (or below existing roots) stops destructive GC until an operator confirms
 	HandoffFacts          bool // the handoff re-reads CCS facts before every cutover and release intent: the facts the task kind depends on must be unchanged (fail closed when CCS is unreachable)
+	OwnWrite              bool // a conditional write refused by our own applied earlier attempt (an SDK retry) is recognised as ours and succeeds
+	DuplicateRederive     bool // a duplicate observation re-derives and re-enqueues its head's tasks (a lost enqueue is made up for)
 }
 
 // All is every guard on: the only production setting.
 func All() Set {
 	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
-		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true}
+		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true, OwnWrite: true, DuplicateRederive: true}
 }
 
 // Names lists the guards in a stable order (for mutation reports).
 func Names() []string {
 	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
-		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression", "handoff_facts"}
+		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression", "handoff_facts",
+		"own_write", "duplicate_rederive"}
 }
 
 // Without returns All() with the named guard off; ok is false for an unknown name.
@@ -59,6 +62,10 @@ func (s Set) Off(name string) (Set, bool) {
 		s.HeadRegression = false
 	case "handoff_facts":
 		s.HandoffFacts = false
+	case "own_write":
+		s.OwnWrite = false
+	case "duplicate_rederive":
+		s.DuplicateRederive = false
 	default:
 		return s, false
 	}

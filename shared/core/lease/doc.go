@@ -21,6 +21,12 @@
 //     collection, kind or base is ErrScope, refused before any write.
 //   - Refusals are typed (HeldError, LostError, ScopeError carry the
 //     evidence) and match their sentinels with errors.Is.
+//   - An acquire refused by a record that is exactly what it wrote (holder,
+//     acquired-at, expiry and base fence) is our own earlier attempt,
+//     applied and then retried by the SDK after its answer was lost: it is
+//     the lease we asked for, not another holder's (SYSTEM rule 13; guard
+//     own_write). Extend and Complete need no such rule: their conditions
+//     (epoch and holder) still hold for their own applied retry.
 //   - Every write is a conditional write in the Store. With the
 //     guard.Set.LeaseCondition guard off (mutation proofs only) the writes
 //     are unconditional, which is exactly the bug the guard exists against.

@@ -37,11 +37,26 @@ type Store interface {
 type Leases struct {
 	store       Store
 	conditional bool
+	ownWrite    bool
 }
 
 // New returns the use case; g.LeaseCondition chooses conditional writes
-// (always on in production).
-func New(s Store, g guard.Set) *Leases { return &Leases{store: s, conditional: g.LeaseCondition} }
+// and g.OwnWrite the recognition of our own applied acquire (both always
+// on in production).
+func New(s Store, g guard.Set) *Leases {
+	return &Leases{store: s, conditional: g.LeaseCondition, ownWrite: g.OwnWrite}
+}
+
+// ownAcquire reports whether the record that refused want is want itself:
+// our earlier attempt of this very acquire, applied but its answer lost,
+// then retried by the SDK. The holder names one invocation and message and
+// acquired-at and expiry are this attempt's, so no other acquire wrote it.
+func ownAcquire(cur State, want contract.Lease) bool {
+	l := cur.Lease
+	return !cur.Done && l.LeaseEpoch > 0 && l.Holder == want.Holder && l.AcquiredAtUnixMs == want.AcquiredAtUnixMs &&
+		l.LeaseExpiryUnixMs == want.LeaseExpiryUnixMs && l.BaseManifestVersion == want.BaseManifestVersion &&
+		l.BaseManifestChecksum == want.BaseManifestChecksum
+}
 
 // Acquire takes task's lease for holder until now+d.
 func (l *Leases) Acquire(ctx context.Context, task contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error) {
@@ -54,6 +69,8 @@ func (l *Leases) Acquire(ctx context.Context, task contract.Task, holder string,
 	switch {
 	case err == nil:
 		return got, nil
+	case errors.Is(err, store.ErrConditionFailed) && l.ownWrite && ownAcquire(cur, want):
+		return cur.Lease, nil
 	case errors.Is(err, store.ErrConditionFailed) && cur.Done:
 		return cur.Lease, fmt.Errorf("acquire %s: %w (epoch %d)", task.TaskID, ErrDone, cur.Lease.LeaseEpoch)
 	case errors.Is(err, store.ErrConditionFailed):

@@ -151,3 +151,56 @@ func TestKeeperBeatsWhenDue(t *testing.T) {
 		t.Fatalf("the failure sticks: %v", err)
 	}
 }
+
+// appliedRetried is a Store whose Acquire is applied and then retried once
+// with the identical request, the retry answering (as the SDK does after a
+// lost answer).
+type appliedRetried struct{ *Memory }
+
+func (s appliedRetried) Acquire(ctx context.Context, l contract.Lease, nowMs int64, conditional bool) (contract.Lease, State, error) {
+	if _, _, err := s.Memory.Acquire(ctx, l, nowMs, conditional); err != nil {
+		return contract.Lease{}, State{}, err
+	}
+	return s.Memory.Acquire(ctx, l, nowMs, conditional)
+}
+
+// Our own applied acquire, retried, is our lease (rule 13); with the
+// own_write guard off it reads as another holder's and the task would be
+// dropped as a duplicate.
+func TestAcquireRecognisesOwnAppliedWrite(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		g    guard.Set
+		want error
+	}{{"guarded", guard.All(), nil}, {"own_write_off", mustWithout(t, "own_write"), ErrHeld}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := NewMemory()
+			l := New(appliedRetried{mem}, tc.g)
+			got, err := l.Acquire(ctx, task(), "inv-1/m-1", t0, time.Minute)
+			if !errors.Is(err, tc.want) || (tc.want == nil && (got.LeaseEpoch != 1 || got.Holder != "inv-1/m-1")) {
+				t.Fatalf("acquire: %+v %v, want %v", got, err, tc.want)
+			}
+			if tc.want != nil {
+				return
+			}
+			// The lease is really ours: heartbeat and complete succeed.
+			if got, err = l.Extend(ctx, got, t0.Add(time.Second), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Complete(ctx, got, t0.Add(2*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// Another holder's live lease is still refused, even one written at the
+	// same instant with the same duration.
+	mem := NewMemory()
+	l := New(mem, guard.All())
+	if _, err := l.Acquire(ctx, task(), "inv-1/m-1", t0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Acquire(ctx, task(), "inv-2/m-1", t0, time.Minute); !errors.Is(err, ErrHeld) {
+		t.Fatalf("another holder: %v, want ErrHeld", err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/lineage"
+	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/metrics"
 	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/store"
@@ -145,6 +146,15 @@ type Observer struct {
 	cfg     Config
 	metrics *metrics.Recorder
 	log     *slog.Logger
+	guards  guard.Set
+}
+
+// WithGuards returns o running with g (mutation proofs; New uses
+// guard.All()).
+func (o *Observer) WithGuards(g guard.Set) *Observer {
+	c := *o
+	c.guards = g
+	return &c
 }
 
 // New wires an observer. facts may be nil (no CCS: facts version 0).
@@ -152,7 +162,7 @@ func New(objects Objects, state StateStore, queue TaskQueue, facts FactsSource, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Observer{objects: objects, state: state, queue: queue, facts: facts, now: now, cfg: cfg, metrics: m, log: log}
+	return &Observer{objects: objects, state: state, queue: queue, facts: facts, now: now, cfg: cfg, metrics: m, log: log, guards: guard.All()}
 }
 
 // ErrBadHead wraps every reason a head or its root cannot be trusted (the
@@ -188,9 +198,16 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 	}
 	prev, err := o.state.Advance(ctx, st)
 	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
+	own := false
 	switch {
+	case errors.Is(err, store.ErrConditionFailed) && o.guards.OwnWrite && ownAdvance(prev, st):
+		// Our own advance, applied and retried by the SDK after its answer
+		// was lost: the retry's old image is what we wrote, the state
+		// before it is unknown. It is this observation's advance.
+		own, prev, res.Previous = true, Observed{}, 0
+		o.metrics.Add("OwnWritesRecognised", 1)
 	case errors.Is(err, store.ErrConditionFailed):
-		return o.absorbed(ctx, res, prev, head)
+		return o.absorbed(ctx, res, prev, head, root, facts)
 	case err != nil:
 		return res, fmt.Errorf("advance observed state of %s to v%d: %w", collection, head.Version, err)
 	}
@@ -203,6 +220,11 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 	res.Tasks = o.tasks(head, st, now)
 	if len(res.Tasks) > 0 {
 		if err := o.queue.Enqueue(ctx, res.Tasks); err != nil {
+			// A retried event re-derives the tasks from the recorded head
+			// (absorbed); the revert makes it an advance again where it can.
+			if own {
+				return res, fmt.Errorf("enqueue %d tasks for %s v%d: %w", len(res.Tasks), collection, head.Version, err)
+			}
 			if rerr := o.state.Revert(ctx, st, prev); rerr != nil {
 				o.log.Error("revert observed state failed; reconciliation will re-derive the tasks", "collection", collection, "err", rerr)
 			}
@@ -217,7 +239,15 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 	return res, nil
 }
 
-func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head) (Result, error) {
+// ownAdvance reports whether the state that refused st is st itself (the
+// same version, checksum and observation time: no other observation wrote
+// it).
+func ownAdvance(cur, st Observed) bool {
+	return cur.Version == st.Version && cur.Checksum == st.Checksum && cur.ObservedAtUnixMs == st.ObservedAtUnixMs &&
+		cur.FactsVersion == st.FactsVersion
+}
+
+func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head, root contract.Manifest, facts contract.CollectionFacts) (Result, error) {
 	if prev.Version > head.Version || prev.Version == head.Version && prev.Checksum != head.ManifestChecksum {
 		// The head just re-read is below (or beside) what was observed: a
 		// head regression (or a race with a newer observation). GC re-reads
@@ -236,12 +266,40 @@ func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head
 		}
 		res.Outcome = OutcomeDuplicate
 		o.metrics.Add("DuplicateEventsAbsorbed", 1)
+		if o.guards.DuplicateRederive {
+			tasks := o.rederive(head, root, facts, prev)
+			if len(tasks) > 0 {
+				if err := o.queue.Enqueue(ctx, tasks); err != nil {
+					return res, fmt.Errorf("re-enqueue %d tasks of %s v%d: %w", len(tasks), head.Collection, head.Version, err)
+				}
+				res.Tasks = append(res.Tasks, tasks...)
+				o.metrics.Add("TasksReenqueued", float64(len(tasks)))
+			}
+		}
 	} else {
 		res.Outcome = OutcomeStale
 		o.metrics.Add("StaleEventsAbsorbed", 1)
 	}
 	o.log.Info("head event absorbed", "collection", head.Collection, "version", head.Version, "observed", prev.Version, "outcome", string(res.Outcome))
 	return res, nil
+}
+
+// rederive returns the tasks the observation that recorded prev derived
+// for head (the same identities: the same judgement time and facts), or,
+// when the facts changed since, the tasks of head under the facts just
+// read. Enqueuing them again is how a duplicate observation makes up for a
+// lost enqueue (the observed state was written, the tasks never were):
+// FIFO deduplication and the tasks' leases absorb the copies when the
+// first enqueue did happen.
+func (o *Observer) rederive(head contract.Head, root contract.Manifest, facts contract.CollectionFacts, prev Observed) []contract.Task {
+	at := o.now()
+	if prev.FactsVersion == facts.FactsVersion && prev.ObservedAtUnixMs > 0 {
+		at = time.UnixMilli(prev.ObservedAtUnixMs)
+	}
+	st := prev
+	st.FactsVersion = facts.FactsVersion
+	st.Debt = o.debt(root, facts, at)
+	return o.tasks(head, st, at)
 }
 
 func (o *Observer) readFacts(ctx context.Context, collection string) (contract.CollectionFacts, error) {

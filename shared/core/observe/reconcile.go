@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/lineage"
@@ -110,14 +111,18 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 	// A lifecycle transition becomes due with time alone, without a new
 	// head: res.Debt is judged now from the head's root and fresh facts.
 	// The observer enqueued one for this head if it was already due when
-	// observed under the same facts; otherwise (or a whole sweep interval
-	// later, when that task's result did not land) enqueue one here. Its
-	// identity carries the sweep minute. A due transition takes precedence
-	// over compaction (see Observer.tasks).
+	// observed under the same facts, and the duplicate observation res
+	// just enqueued that very task again (a lost first enqueue is made up
+	// for). Only that confirms it: a marker in the recorded state alone
+	// (observed when already due) never suppresses due work. Otherwise (or
+	// a whole sweep interval later, when that task's result did not land)
+	// enqueue one here. Its identity carries the sweep minute. A due
+	// transition takes precedence over compaction (see Observer.tasks).
 	stale := nowMs-cur.ObservedAtUnixMs >= cfg.GCSweepInterval.Milliseconds()
 	transition := false
 	if res.Outcome != OutcomeAdvanced && res.Debt.TransitionDue && res.Version == cur.Version && !tomb {
-		byObserver := cur.FactsVersion == res.FactsVersion && res.Debt.TransitionDueAtUnixMs <= contract.SweepMinute(cur.ObservedAtUnixMs)
+		byObserver := cur.FactsVersion == res.FactsVersion && res.Debt.TransitionDueAtUnixMs <= contract.SweepMinute(cur.ObservedAtUnixMs) &&
+			slices.ContainsFunc(res.Tasks, func(t contract.Task) bool { return t.Kind == contract.KindLifecycleTransition })
 		transition = true
 		if !byObserver || stale {
 			add(contract.NewSweepTask(contract.KindLifecycleTransition, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs),
@@ -191,6 +196,9 @@ func (o *Observer) Preview(ctx context.Context, collection string) (res Result, 
 		cur.Debt.GCSweptAtUnixMs = prev.Debt.GCSweptAtUnixMs
 	case head.Version == prev.Version && head.ManifestChecksum == prev.Checksum:
 		res.Outcome, cur = OutcomeDuplicate, prev
+		if o.guards.DuplicateRederive {
+			res.Tasks = o.rederive(head, root, facts, prev)
+		}
 	default:
 		res.Outcome, cur = OutcomeStale, prev
 		if prev.Version > head.Version || prev.Version == head.Version {

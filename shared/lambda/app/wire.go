@@ -9,6 +9,7 @@ import (
 	"github.com/searchfabric/bcc/shared/adapters/owners"
 	"github.com/searchfabric/bcc/shared/core/compact"
 	"github.com/searchfabric/bcc/shared/core/observe"
+	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/lambda/handler"
 	"github.com/searchfabric/bcc/shared/metrics"
 	"github.com/searchfabric/bcc/shared/resources"
@@ -50,6 +51,12 @@ func (c Config) owner(endpoint string, cl Clients) *owners.Client {
 
 // ObserverHandler wires the observer function.
 func ObserverHandler(c Config, cl Clients, rt Runtime) *handler.Observer {
+	return ObserverHandlerWith(c, cl, rt, guard.All())
+}
+
+// ObserverHandlerWith wires the observer function with guards g (mutation
+// proofs; production runs guard.All()).
+func ObserverHandlerWith(c Config, cl Clients, rt Runtime, g guard.Set) *handler.Observer {
 	m := metrics.NewFor(c.Deployment, resources.FnObserver)
 	bucket := awsio.NewBucket(cl.S3, c.Bucket)
 	state := awsio.NewObservedTable(cl.Dynamo, c.Table)
@@ -61,6 +68,6 @@ func ObserverHandler(c Config, cl Clients, rt Runtime) *handler.Observer {
 		facts, catalog = ccs, ccs
 	}
 	cfg := observe.ConfigFrom(c.Policy, compact.PolicyFrom(c.Policy.Compaction).Due)
-	uc := observe.New(bucket, state, queues, facts, rt.Now, cfg, m, rt.Log)
+	uc := observe.New(bucket, state, queues, facts, rt.Now, cfg, m, rt.Log).WithGuards(g)
 	return handler.NewObserver(uc, catalog, m, rt.Out, rt.Now, rt.Log)
 }

@@ -375,18 +375,10 @@ func without(t *testing.T, names ...string) guard.Set {
 	t.Helper()
 	g := guard.All()
 	for _, n := range names {
-		w, ok := guard.Without(n)
-		if !ok {
+		var ok bool
+		if g, ok = g.Off(n); !ok {
 			t.Fatalf("unknown guard %s", n)
 		}
-		// intersect
-		g.LeaseCondition = g.LeaseCondition && w.LeaseCondition
-		g.BaseRevalidation = g.BaseRevalidation && w.BaseRevalidation
-		g.DeleteGainCheck = g.DeleteGainCheck && w.DeleteGainCheck
-		g.AmbiguousReread = g.AmbiguousReread && w.AmbiguousReread
-		g.DeleteGates = g.DeleteGates && w.DeleteGates
-		g.ManifestBeforeObjects = g.ManifestBeforeObjects && w.ManifestBeforeObjects
-		g.ReleaseDependencies = g.ReleaseDependencies && w.ReleaseDependencies
 	}
 	return g
 }

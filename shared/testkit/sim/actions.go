@@ -112,6 +112,11 @@ func (w *World) consume(class string) bool {
 			w.count("sqs-redelivered")
 		}
 		ids = append(ids, aws.ToString(m.MessageId)+"/r"+m.Attributes["ApproximateReceiveCount"])
+		if class == resources.QueueHandoff {
+			if c, err := contract.DecodeCompletion("sim", []byte(aws.ToString(m.Body))); err == nil && c.Coverage != nil {
+				w.handing[contract.CutoverRequestID(c.TaskID, *c.Coverage)] = c
+			}
+		}
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
 			Body: aws.ToString(m.Body), Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:" + def.Name, AWSRegion: "us-east-1"})
 	}
@@ -185,6 +190,16 @@ func (w *World) liveCollections() []string {
 	var out []string
 	for _, c := range w.colNames {
 		if !w.cols[c].tombstoned {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w *World) tombstonedCollections() []string {
+	var out []string
+	for _, c := range w.colNames {
+		if w.cols[c].tombstoned {
 			out = append(out, c)
 		}
 	}
@@ -547,6 +562,47 @@ func (w *World) tombstone(c string) {
 	w.logf("  CCS tombstones %s (facts v%d, horizon now)", c, f.FactsVersion)
 }
 
+// retombstone: CCS replaces c's tombstone by a newer one (a drop after
+// an un-drop): a cleanup of the old tombstone must not release the name.
+func (w *World) retombstone(c string) {
+	col := w.cols[c]
+	f := w.ccs.facts[c]
+	f.ReservationHorizonUnixMs = w.t
+	f = w.ccs.put(f)
+	col.horizon = w.t
+	w.count("tombstone-replaced")
+	w.logf("  CCS replaces the tombstone of %s (facts v%d, horizon now)", c, f.FactsVersion)
+}
+
+// factsChangeInFlight: CCS changes the facts of a collection whose
+// completion waits for the handoff (the executor reported; the cutover or
+// release is still to come): a tombstone or a new transition policy under
+// a rewrite, a newer tombstone under a cleanup.
+func (w *World) factsChangeInFlight() {
+	msgs := w.sqs.Messages(w.urls[resources.QueueHandoff])
+	if len(msgs) == 0 {
+		return
+	}
+	c, err := contract.DecodeCompletion("sim", msgs[w.rng.IntN(len(msgs))].Body)
+	if err != nil || w.cols[c.Collection] == nil {
+		return
+	}
+	w.count("facts-change-in-flight")
+	w.logf("  while %s's %s completion waits for the handoff:", c.Collection, c.Kind)
+	switch {
+	case w.cols[c.Collection].tombstoned:
+		w.retombstone(c.Collection)
+	case len(w.liveCollections()) > 1 && w.rng.IntN(3) == 0:
+		w.tombstone(c.Collection)
+	default:
+		f := w.ccs.facts[c.Collection]
+		f.Lifecycle = w.transitionPolicy(f.Lifecycle)
+		f = w.ccs.put(f)
+		w.count("facts-changed")
+		w.logf("  CCS facts of %s -> v%d (transition after %dms to %q)", c.Collection, f.FactsVersion, f.Lifecycle.TransitionAfterMs, f.Lifecycle.TransitionToTier)
+	}
+}
+
 func (w *World) changeFacts(c string) {
 	f := w.ccs.facts[c]
 	if w.rng.IntN(2) == 0 {
@@ -652,6 +708,7 @@ func (w *World) stepActions() []action {
 		{3, "watermark-stall", func() { w.count("watermark-stalled") }},
 		{4, "reader-read", w.readerRead},
 		{3, "publisher-applies-late", w.applyQueuedCutover},
+		{8, "facts-change-in-flight", w.factsChangeInFlight},
 	}
 	if len(live) > 0 {
 		acts = append(acts,
@@ -670,6 +727,9 @@ func (w *World) stepActions() []action {
 		if len(w.colNames) > 1 {
 			acts = append(acts, action{1, "tombstone", func() { w.tombstone(w.pick(live)) }})
 		}
+	}
+	if dropped := w.tombstonedCollections(); len(dropped) > 0 {
+		acts = append(acts, action{1, "tombstone-replaced", func() { w.retombstone(w.pick(dropped)) }})
 	}
 	return acts
 }

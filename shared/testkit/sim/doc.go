@@ -30,12 +30,16 @@
 // middle of a task, wipes of the coordinator's state, a stalled, regressed,
 // corrupt or missing watermark, readers holding versions, other writers'
 // uploads, clock skew between functions (bounded by the policy's
-// ClockSkew), CCS facts changes and tombstones.
+// ClockSkew), CCS facts changes and tombstones (also while a completion
+// waits for the handoff), and tombstones replaced by newer ones.
 //
 // Invariants: pinned-delete (a), stale-cutover / delete-gain (b), readable
 // (c), release-dependencies (d), converged (e), foreign-delete, plus
 // lease-exclusive (the lease contract, observed on the table's writes and
-// on what a worker is told it holds) and debt-indexed (outstanding debt
-// stays findable from the head: no leaked committed object). Checks read
+// on what a worker is told it holds), debt-indexed (outstanding debt
+// stays findable from the head: no leaked committed object) and
+// stale-facts (no cutover is submitted, and no release intent recorded,
+// under CCS facts its task kind depends on other than those it was planned
+// under; judged by the sim's own reading of the dependencies). Checks read
 // the in-memory stores directly, never through a faulted call.
 package sim

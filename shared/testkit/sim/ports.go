@@ -38,11 +38,12 @@ type Intent struct {
 type CCS struct {
 	w       *World
 	facts   map[string]contract.CollectionFacts
+	history map[string]map[uint64]contract.CollectionFacts // every version of every collection's facts
 	Intents map[string]Intent
 }
 
 func newCCS(w *World) *CCS {
-	return &CCS{w: w, facts: map[string]contract.CollectionFacts{}, Intents: map[string]Intent{}}
+	return &CCS{w: w, facts: map[string]contract.CollectionFacts{}, history: map[string]map[uint64]contract.CollectionFacts{}, Intents: map[string]Intent{}}
 }
 
 // put stores facts with facts_version incremented (the owner's own write; no faults).
@@ -50,6 +51,10 @@ func (c *CCS) put(f contract.CollectionFacts) contract.CollectionFacts {
 	cur := c.facts[f.Collection]
 	f.SchemaVersion, f.FactsVersion = contract.SchemaVersion, cur.FactsVersion+1
 	c.facts[f.Collection] = f
+	if c.history[f.Collection] == nil {
+		c.history[f.Collection] = map[uint64]contract.CollectionFacts{}
+	}
+	c.history[f.Collection][f.FactsVersion] = f
 	return f
 }
 
@@ -97,6 +102,10 @@ func (c *CCS) RecordReleaseIntent(_ context.Context, req contract.ReleaseIntentR
 		return ans, err
 	}
 	c.w.checkReleaseDependencies(req)
+	if why := factsDrift(contract.KindTombstoneCleanup, c.history[req.Collection][req.FactsVersion], f); why != "" {
+		c.w.violate("stale-facts", "release intent %s for %s recorded under facts v%d, the cleanup ran under v%d: %s",
+			req.IntentID, req.Collection, f.FactsVersion, req.FactsVersion, why)
+	}
 	c.Intents[req.IntentID] = Intent{Req: req, RecordedAt: c.w.t}
 	ans.Status, ans.RecordedAtUnixMs = contract.IntentRecorded, c.w.t
 	c.w.afterWrite("ccs-intent", req.Collection)
@@ -114,6 +123,7 @@ func (p pubPort) Cutover(ctx context.Context, req contract.CutoverRequest) (cont
 	if _, ok := w.requests[req.RequestID]; !ok {
 		w.requests[req.RequestID] = req
 	}
+	w.judgeFacts(req)
 	f := w.fault("publisher-cutover", req.Collection, true)
 	if f == FaultNone && w.faultRate > 0 && !w.quiet && w.rng.Float64() < 0.3 {
 		// The owner is a remote endpoint: timeouts are its common fault.
@@ -150,4 +160,48 @@ func collectionOf(key string) (string, bool) {
 	}
 	c, _, ok := strings.Cut(rest, "/")
 	return c, ok
+}
+
+// factsDrift is the simulation's own reading of which CCS facts a task
+// kind's result depends on (written apart from contract.FactsDigest): why
+// planned and cur differ in them, "" when they do not. A rewrite needs a
+// live collection and, for a transition, the same transition policy; a
+// release needs the same tombstone (still tombstoned, same horizon).
+func factsDrift(kind contract.TaskKind, planned, cur contract.CollectionFacts) string {
+	if planned.Tombstoned != cur.Tombstoned {
+		return fmt.Sprintf("tombstoned %v -> %v", planned.Tombstoned, cur.Tombstoned)
+	}
+	switch kind {
+	case contract.KindLifecycleTransition:
+		_, pOn := planned.Lifecycle.TransitionCutoff(0)
+		_, cOn := cur.Lifecycle.TransitionCutoff(0)
+		if pOn != cOn || pOn && (planned.Lifecycle.TransitionAfterMs != cur.Lifecycle.TransitionAfterMs || planned.Lifecycle.TransitionToTier != cur.Lifecycle.TransitionToTier) {
+			return fmt.Sprintf("transition %dms to %q -> %dms to %q", planned.Lifecycle.TransitionAfterMs, planned.Lifecycle.TransitionToTier,
+				cur.Lifecycle.TransitionAfterMs, cur.Lifecycle.TransitionToTier)
+		}
+	case contract.KindTombstoneCleanup:
+		if planned.ReservationHorizonUnixMs != cur.ReservationHorizonUnixMs {
+			return fmt.Sprintf("tombstone replaced (horizon %d -> %d)", planned.ReservationHorizonUnixMs, cur.ReservationHorizonUnixMs)
+		}
+	}
+	return ""
+}
+
+// judgeFacts is invariant stale-facts for cutovers, judged when the
+// handoff submits req: the facts its task kind depends on are the ones
+// the task was planned under. A submission under other facts marks the
+// request; checkCutover reports it if the publisher applies it (now or
+// late).
+func (w *World) judgeFacts(req contract.CutoverRequest) {
+	c, ok := w.handing[req.RequestID]
+	if !ok {
+		return
+	}
+	planned, ok := w.ccs.history[c.Collection][c.CCSFactsVersion]
+	if !ok {
+		return
+	}
+	if why := factsDrift(c.Kind, planned, w.ccs.facts[c.Collection]); why != "" && w.staleFacts[req.RequestID] == "" {
+		w.staleFacts[req.RequestID] = fmt.Sprintf("%s submitted under facts v%d, planned under v%d: %s", c.Kind, w.ccs.facts[c.Collection].FactsVersion, c.CCSFactsVersion, why)
+	}
 }

@@ -40,7 +40,8 @@ func TestSeedsHoldEveryInvariant(t *testing.T) {
 	}
 	for _, k := range []string{"crash-before", "crash-after", "throttle", "ambiguous-applied", "ambiguous-lost", "cutover-timeout-after",
 		"notify-dropped", "notify-duplicated", "notify-reordered", "sqs-duplicated", "sqs-redelivered", "concurrent-append",
-		"lease-expiry-mid-task", "takeover", "wipe", "watermark-regressed", "watermark-corrupt", "reader-opened", "tombstone"} {
+		"lease-expiry-mid-task", "takeover", "wipe", "watermark-regressed", "watermark-corrupt", "reader-opened", "tombstone",
+		"tombstone-replaced", "facts-change-in-flight"} {
 		if sum.Counts[k] == 0 {
 			t.Errorf("no %s injected in %d seeds", k, n)
 		}
@@ -66,7 +67,7 @@ func firstViolation(g guard.Set, limit int) (Violation, bool) {
 // its delete gain matters), so it is also run with base_revalidation off.
 var mutations = [][]string{
 	{"lease_condition"}, {"base_revalidation"}, {"delete_gain_check", "base_revalidation"}, {"ambiguous_reread"},
-	{"delete_gates"}, {"manifest_before_objects"}, {"release_dependencies"}, {"orphan_ownership"}, {"cutover_deadline"}, {"head_regression"}, {"fresh_proof"},
+	{"delete_gates"}, {"manifest_before_objects"}, {"release_dependencies"}, {"orphan_ownership"}, {"cutover_deadline"}, {"head_regression"}, {"fresh_proof"}, {"handoff_facts"},
 }
 
 // Each guard switched off is caught by the simulation within a bounded

@@ -165,8 +165,13 @@ type World struct {
 	notes    []note
 	noteSeq  int
 	requests map[string]contract.CutoverRequest
-	readers  []reader
-	deleted  map[string]bool // keys deleted at least once
+	// handing: every rewrite completion delivered to the handoff, by its
+	// cutover request id; staleFacts: requests submitted under facts their
+	// task was not planned for (invariant stale-facts).
+	handing    map[string]contract.Completion
+	staleFacts map[string]string
+	readers    []reader
+	deleted    map[string]bool // keys deleted at least once
 	// unread: collections whose objects changed (a write or a delete under
 	// their prefix) since their last readable check; the check reads the
 	// whole head, so it runs only when its answer can have changed.
@@ -199,7 +204,7 @@ var FaultKinds = []string{
 	"sqs-duplicated", "sqs-redelivered", "sqs-dlq", "sqs-dedup-collapsed",
 	"concurrent-append", "lease-expiry-mid-task", "takeover", "nested-action",
 	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
-	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "facts-changed",
+	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "tombstone-replaced", "facts-changed", "facts-change-in-flight",
 	"foreign-upload", "foreign-commit-late", "cutover-queued", "cutover-applied-late", "cutover-expired-late",
 	"rollback", "rollback-during-backoff", "lineage-confirmed",
 }
@@ -214,7 +219,7 @@ func newWorld(cfg Config) *World {
 	}
 	w := &World{
 		cfg: cfg, pol: pol, def: resources.For("sim", pol), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
-		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, deleted: map[string]bool{}, foreign: map[string]bool{}, unread: map[string]bool{},
+		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, handing: map[string]contract.Completion{}, staleFacts: map[string]string{}, deleted: map[string]bool{}, foreign: map[string]bool{}, unread: map[string]bool{},
 		Counts: map[string]int{}, round: -1,
 	}
 	now := func() time.Time { return time.UnixMilli(w.t) }
@@ -585,6 +590,9 @@ func (w *World) checkCutover(col *collection, v *version) {
 	if !ok {
 		w.violate("stale-cutover", "%s v%d is a cutover of unknown request %s", col.name, v.v, v.root.Origin.RequestID)
 		return
+	}
+	if why := w.staleFacts[req.RequestID]; why != "" {
+		w.violate("stale-facts", "%s v%d published cutover %s: %s", col.name, v.v, req.RequestID, why)
 	}
 	if req.BaseVersion == v.root.ParentVersion && req.BaseChecksum == v.root.ParentChecksum {
 		return

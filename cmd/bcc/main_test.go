@@ -3,18 +3,424 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/core/status"
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
 	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/resources"
 )
 
-// TestPlanAndStatusChangeNothing runs both subcommands against the embedded
-// stack and checks that every AWS call they made was a read (rule 10).
-func TestPlanAndStatusChangeNothing(t *testing.T) {
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type testEnv struct {
+	*localenv.Env
+	t   *testing.T
+	ctx context.Context
+	clk *clock
+}
+
+func start(t *testing.T, opts localenv.Options) *testEnv {
+	t.Helper()
+	clk := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
+	opts.Now = clk.Now
+	env, err := localenv.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Close() })
+	return &testEnv{Env: env, t: t, ctx: context.Background(), clk: clk}
+}
+
+// common are the flags that point the CLI at the environment, judged at
+// the environment's clock.
+func (e *testEnv) common(extra ...string) []string {
+	return append([]string{"-endpoint", e.Stack.URL(), "-prefix", e.Prov.Def.Prefix, "-ccs", e.Config.CCSEndpoint,
+		"-now", strconv.FormatInt(e.clk.Now().UnixMilli(), 10)}, extra...)
+}
+
+func (e *testEnv) bcc(cmd string, args ...string) (string, int, error) {
+	var out bytes.Buffer
+	code, err := run(e.ctx, append([]string{cmd}, e.common(args...)...), &out)
+	return out.String(), code, err
+}
+
+func (e *testEnv) snapshot(args ...string) status.Snapshot {
+	e.t.Helper()
+	out, _, err := e.bcc("status", append(args, "-json")...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var s status.Snapshot
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		e.t.Fatalf("%v\n%s", err, out)
+	}
+	return s
+}
+
+func (e *testEnv) stateOf(name string, args ...string) (status.State, []string) {
+	e.t.Helper()
+	s := e.snapshot(append(args, "-collection", name)...)
+	if len(s.Collections) != 1 {
+		e.t.Fatalf("want one collection, got %+v", s)
+	}
+	return s.Collections[0].State, s.Collections[0].Reasons
+}
+
+func (e *testEnv) expectState(name string, want status.State, args ...string) {
+	e.t.Helper()
+	got, why := e.stateOf(name, args...)
+	if got != want {
+		e.t.Fatalf("%s: state %s (%v), want %s", name, got, why, want)
+	}
+	e.t.Logf("%s: %s %v", name, got, why)
+}
+
+// Each state of the model, reached by a real situation on the embedded
+// stack.
+func TestEachStateOfTheModel(t *testing.T) {
+	e := start(t, localenv.Options{NoDelivery: true, HoldS3Events: true})
+	ctx := e.ctx
+	// NotConfigured: nothing names the collection.
+	e.expectState("ghost", status.NotConfigured)
+	// Starting: created (facts and head v1), the observer has not recorded it.
+	if err := e.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	e.expectState("c1", status.Starting)
+	// Running: the observer recorded the head.
+	observeHead(t, e, "c1")
+	e.expectState("c1", status.Running)
+	// Disabled: the policy pauses it.
+	e.expectState("c1", status.Disabled, "-policy", `{"paused_collections": ["c1"]}`)
+	// Unknown: CCS cannot be reached.
+	got, why := e.stateOf("c1", "-ccs", "http://127.0.0.1:1")
+	if got != status.Unknown || !strings.Contains(strings.Join(why, " "), "ccs facts unreadable") {
+		t.Fatalf("CCS down: %s %v", got, why)
+	}
+	// Degraded: a message was dead-lettered (the fleet), a lease is
+	// stalled (the collection).
+	dlq := e.Prov.DLQURLs[resources.QueueCompaction]
+	if _, err := e.Clients.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dlq), MessageBody: aws.String(`{"poison":true}`),
+		MessageGroupId: aws.String("c1"), MessageDeduplicationId: aws.String("p1")}); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.snapshot(); s.State != status.Degraded || !strings.Contains(strings.Join(s.Reasons, " "), "compaction DLQ holds 1") {
+		t.Fatalf("fleet with a dead letter: %s %v", s.State, s.Reasons)
+	}
+	head, _ := e.Lineage.Head(ctx, "c1")
+	task := contract.NewTask(contract.KindCompaction, "c1", head.Version, head.ManifestChecksum, 1, e.clk.Now().UnixMilli())
+	leases := lease.New(awsio.NewLeaseTable(e.Clients.Dynamo, e.Config.Table), guard.All())
+	if _, err := leases.Acquire(ctx, task, "stuck-holder", e.clk.Now(), e.Config.Policy.LeaseDuration.D()); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(90 * time.Second) // no heartbeat for 3 intervals, still 30 s before expiry
+	e.expectState("c1", status.Degraded)
+	e.clk.Advance(time.Minute) // expired: nothing holds it any more
+	e.expectState("c1", status.Running)
+
+	// Stopping, then Stopped: CCS tombstones the collection; GC cleans up.
+	if _, err := e.Workload.Append(ctx, "c1", e.Workload.Random()); err != nil {
+		t.Fatal(err)
+	}
+	observeHead(t, e, "c1")
+	facts, err := e.CCS.Facts(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts.Tombstoned, facts.ReservationHorizonUnixMs = true, e.clk.Now().UnixMilli()
+	if facts, err = e.CCS.PutFacts(ctx, facts); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Watermark.Publish(ctx, e.clk.Now(), e.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.expectState("c1", status.Stopping)
+	for range 2 { // the head's objects stay a token lifetime after the tombstone
+		e.clk.Advance(time.Hour)
+		if err := e.Watermark.Publish(ctx, e.clk.Now(), e.clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+		head, _ = e.Lineage.Head(ctx, "c1")
+		runGC(t, e, contract.NewTask(contract.KindTombstoneCleanup, "c1", head.Version, head.ManifestChecksum, facts.FactsVersion, e.clk.Now().UnixMilli()))
+	}
+	e.expectState("c1", status.Stopped)
+}
+
+// observeHead runs the observer function on c's head event, as S3 would.
+func observeHead(t *testing.T, e *testEnv, c string) {
+	t.Helper()
+	ev := map[string]any{"Records": []any{map[string]any{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+		"s3": map[string]any{"bucket": map[string]any{"name": e.Config.Bucket}, "object": map[string]any{"key": contract.HeadKey(c), "size": 1, "sequencer": "01"}}}}}
+	b, _ := json.Marshal(ev)
+	if out, err := e.Stack.Invoke(e.ctx, resources.FnObserver, b); err != nil {
+		t.Fatalf("observer: %s %v", out, err)
+	}
+}
+
+func runGC(t *testing.T, e *testEnv, task contract.Task) {
+	t.Helper()
+	body, _ := contract.Encode(task)
+	ev, _ := json.Marshal(map[string]any{"Records": []any{map[string]any{"messageId": "m-" + task.TaskID, "body": string(body), "eventSource": "aws:sqs"}}})
+	out, err := e.Stack.Invoke(e.ctx, resources.FnGC, ev)
+	if err != nil || strings.Contains(string(out), "m-"+task.TaskID) {
+		t.Fatalf("gc function failed: %s %v", out, err)
+	}
+}
+
+// putLease writes a lease record as the lease adapter does.
+func putLease(t *testing.T, e *testEnv, taskID string, l contract.Lease) {
+	t.Helper()
+	item := map[string]ddb.AttributeValue{
+		"pk": &ddb.AttributeValueMemberS{Value: "TASK#" + taskID}, "sk": &ddb.AttributeValueMemberS{Value: "LEASE"},
+		"epoch":       &ddb.AttributeValueMemberN{Value: strconv.FormatUint(l.LeaseEpoch, 10)},
+		"expiry":      &ddb.AttributeValueMemberN{Value: strconv.FormatInt(l.LeaseExpiryUnixMs, 10)},
+		"acquired_at": &ddb.AttributeValueMemberN{Value: strconv.FormatInt(l.AcquiredAtUnixMs, 10)},
+		"done":        &ddb.AttributeValueMemberBOOL{Value: false}, "kind": &ddb.AttributeValueMemberS{Value: string(l.Kind)},
+		"collection":    &ddb.AttributeValueMemberS{Value: l.Collection},
+		"base_version":  &ddb.AttributeValueMemberN{Value: strconv.FormatUint(l.BaseManifestVersion, 10)},
+		"base_checksum": &ddb.AttributeValueMemberS{Value: l.BaseManifestChecksum},
+	}
+	if l.Holder != "" {
+		item["holder"] = &ddb.AttributeValueMemberS{Value: l.Holder}
+	}
+	if _, err := e.Clients.Dynamo.PutItem(e.ctx, &dynamodb.PutItemInput{TableName: aws.String(e.Config.Table), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type leaseRows struct {
+	Leases []lease.Report `json:"leases"`
+}
+
+func classes(t *testing.T, e *testEnv) map[string]lease.Class {
+	t.Helper()
+	out, _, err := e.bcc("leases", "-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows leaseRows
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	got := map[string]lease.Class{}
+	for _, r := range rows.Leases {
+		got[r.Lease.Holder+"@"+r.Lease.TaskID] = r.Class
+		got[r.Lease.Holder] = r.Class
+	}
+	return got
+}
+
+// Each lease class, reached by a real lease record on the embedded stack;
+// recover releases exactly the suspect and terminal ones (dry run first).
+func TestEachLeaseClassAndRecover(t *testing.T) {
+	e := start(t, localenv.Options{NoDelivery: true})
+	ctx := e.ctx
+	for _, c := range []string{"c1", "c2"} {
+		if err := e.Workload.Create(ctx, c, contract.Lifecycle{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Settle(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h1, _ := e.Lineage.Head(ctx, "c1")
+	now := e.clk.Now()
+	d := e.Config.Policy.LeaseDuration.D()
+	table := awsio.NewLeaseTable(e.Clients.Dynamo, e.Config.Table)
+	leases := lease.New(table, guard.All())
+	acquire := func(holder string, kind contract.TaskKind, c string, base uint64, checksum string, at time.Time, sweep int64) contract.Lease {
+		task := contract.NewSweepTask(kind, c, base, checksum, 1, sweep*60_000)
+		l, err := leases.Acquire(ctx, task, holder, at, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	acquire("healthy", contract.KindCompaction, "c1", h1.Version, h1.ManifestChecksum, now.Add(-10*time.Second), 1)
+	suspect := acquire("suspect", contract.KindCompaction, "c1", h1.Version, h1.ManifestChecksum, now.Add(-90*time.Second), 2)
+	acquire("expired", contract.KindCompaction, "c1", h1.Version, h1.ManifestChecksum, now.Add(-5*time.Minute), 3)
+	acquire("future", contract.KindCompaction, "c1", h1.Version, h1.ManifestChecksum, now.Add(10*time.Minute), 4)
+	// terminal: a compaction on c2's v1 while c2's head moved on.
+	h2, _ := e.Lineage.Head(ctx, "c2")
+	terminal := acquire("terminal", contract.KindCompaction, "c2", h2.Version, h2.ManifestChecksum, now.Add(-5*time.Second), 5)
+	if _, err := e.Workload.Append(ctx, "c2", e.Workload.Random()); err != nil {
+		t.Fatal(err)
+	}
+	// identity mismatch: the record fences c1, its key names a c2 task.
+	other := contract.NewTask(contract.KindCompaction, "c2", 7, h1.ManifestChecksum, 1, 0)
+	putLease(t, e, other.TaskID, contract.Lease{Kind: contract.KindCompaction, Collection: "c1", BaseManifestVersion: h1.Version,
+		BaseManifestChecksum: h1.ManifestChecksum, LeaseEpoch: 1, Holder: "mismatch", LeaseExpiryUnixMs: now.Add(time.Minute).UnixMilli(), AcquiredAtUnixMs: now.UnixMilli()})
+	// invalid: no holder.
+	putLease(t, e, contract.NewTask(contract.KindCompaction, "c1", h1.Version, h1.ManifestChecksum, 9, 0).TaskID, contract.Lease{Kind: contract.KindCompaction, Collection: "c1",
+		BaseManifestVersion: h1.Version, BaseManifestChecksum: h1.ManifestChecksum, LeaseEpoch: 1, LeaseExpiryUnixMs: now.Add(time.Minute).UnixMilli(), AcquiredAtUnixMs: now.UnixMilli()})
+
+	got := classes(t, e)
+	want := map[string]lease.Class{"healthy": lease.ClassHealthy, "suspect": lease.ClassSuspect, "expired": lease.ClassNotHeld,
+		"future": lease.ClassIndeterminate, "terminal": lease.ClassTerminal, "mismatch": lease.ClassIdentityMismatch, "": lease.ClassInvalid}
+	for holder, c := range want {
+		if got[holder] != c {
+			t.Errorf("lease of %q: class %q, want %q", holder, got[holder], c)
+		}
+	}
+	out, code, err := e.bcc("leases")
+	t.Logf("bcc leases (exit %d):\n%s", code, out)
+	if err != nil || code != exitAction {
+		t.Fatalf("leases: exit %d %v", code, err)
+	}
+
+	// Dry run: prints the plan, changes nothing.
+	out, code, err = e.bcc("recover")
+	t.Logf("bcc recover (exit %d):\n%s", code, out)
+	if err != nil || code != exitAction || strings.Count(out, "dry-run") != 2 {
+		t.Fatalf("recover dry run: exit %d %v\n%s", code, err, out)
+	}
+	if st, _, _ := table.Get(ctx, suspect.TaskID); st.Lease.LeaseEpoch != suspect.LeaseEpoch {
+		t.Fatal("the dry run changed a lease")
+	}
+	// Confirmed: both released (epoch bumped); the holders lose them.
+	out, code, err = e.bcc("recover", "-confirm", "-by", "test")
+	t.Logf("bcc recover -confirm (exit %d):\n%s", code, out)
+	if err != nil || code != exitOK || strings.Count(out, "released") != 2 {
+		t.Fatalf("recover -confirm: exit %d %v\n%s", code, err, out)
+	}
+	for _, l := range []contract.Lease{suspect, terminal} {
+		if _, err := leases.Extend(ctx, l, e.clk.Now(), d); !errors.Is(err, lease.ErrLost) {
+			t.Fatalf("the released holder %s still heartbeats: %v", l.Holder, err)
+		}
+	}
+	if got := classes(t, e); got["healthy"] != lease.ClassHealthy || got["future"] != lease.ClassIndeterminate {
+		t.Fatalf("recover touched a lease it must leave alone: %v", got)
+	}
+}
+
+// recover -confirm racing a heartbeat: the holder heartbeats between the
+// plan and the write; the conditional write refuses the release.
+func TestRecoverRacingAHeartbeatIsRefused(t *testing.T) {
+	e := start(t, localenv.Options{NoDelivery: true})
+	ctx := e.ctx
+	if err := e.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Settle(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := e.Lineage.Head(ctx, "c1")
+	d := e.Config.Policy.LeaseDuration.D()
+	table := awsio.NewLeaseTable(e.Clients.Dynamo, e.Config.Table)
+	leases := lease.New(table, guard.All())
+	task := contract.NewTask(contract.KindCompaction, "c1", h.Version, h.ManifestChecksum, 1, 0)
+	l, err := leases.Acquire(ctx, task, "slow-holder", e.clk.Now().Add(-90*time.Second), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	beforeRelease = func() { // the holder wakes up and heartbeats
+		if l, err = leases.Extend(ctx, l, e.clk.Now(), d); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { beforeRelease = func() {} }()
+	out, code, err := e.bcc("recover", "-confirm")
+	t.Logf("bcc recover -confirm (exit %d):\n%s", code, out)
+	if err != nil || code != exitAction || !strings.Contains(out, "refused") || !strings.Contains(out, "moved since planning") {
+		t.Fatalf("racing heartbeat: exit %d %v\n%s", code, err, out)
+	}
+	if _, err := leases.Extend(ctx, l, e.clk.Now(), d); err != nil {
+		t.Fatalf("the holder lost its lease to a refused release: %v", err)
+	}
+}
+
+// plan shows the reconciliation's tasks; apply executes exactly that plan
+// and refuses a plan whose snapshot moved.
+func TestPlanApplyAndStaleFingerprint(t *testing.T) {
+	e := start(t, localenv.Options{NoDelivery: true, HoldS3Events: true})
+	ctx := e.ctx
+	if err := e.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	save := func(name string) string {
+		out, code, err := e.bcc("plan", "-json")
+		if err != nil || code != exitAction {
+			t.Fatalf("plan: exit %d %v\n%s", code, err, out)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	out, _, _ := e.bcc("plan")
+	t.Logf("bcc plan:\n%s", out)
+	stale := save("stale.json")
+	if _, err := e.Workload.Append(ctx, "c1", e.Workload.Random()); err != nil {
+		t.Fatal(err)
+	}
+	depth := func() int64 {
+		d, err := awsio.QueueDepth(ctx, e.Clients.SQS, e.Prov.Def.Queues[1].Name) // gc
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Visible
+	}
+	before := depth()
+	out, code, err := e.bcc("apply", "-plan", stale, "-confirm")
+	if !errors.Is(err, ErrStalePlan) || code != exitError || depth() != before {
+		t.Fatalf("stale plan applied: exit %d %v\n%s", code, err, out)
+	}
+	t.Logf("stale: %v", err)
+	fresh := save("fresh.json")
+	var p savedPlan
+	b, _ := os.ReadFile(fresh)
+	if err := json.Unmarshal(b, &p); err != nil || len(p.Intents) == 0 {
+		t.Fatalf("plan: %v %+v", err, p)
+	}
+	out, code, err = e.bcc("apply", "-plan", fresh, "-confirm")
+	t.Logf("bcc apply -confirm (exit %d):\n%s", code, out)
+	if err != nil || code != exitOK {
+		t.Fatalf("apply: exit %d %v\n%s", code, err, out)
+	}
+	for _, in := range p.Intents {
+		if in.Task != nil && !strings.Contains(out, "enqueued      "+in.Task.TaskID) {
+			t.Fatalf("apply did not enqueue %s:\n%s", in.Task.TaskID, out)
+		}
+	}
+	if depth() <= before {
+		t.Fatal("apply enqueued nothing on the gc queue")
+	}
+}
+
+// TestReadOnlyCommandsWriteNothing runs every read-only command against
+// the embedded stack and checks that every AWS call they made was a read
+// (rule 10).
+func TestReadOnlyCommandsWriteNothing(t *testing.T) {
 	ctx := context.Background()
 	env, err := localenv.Start(ctx, localenv.Options{NoDelivery: true, Now: func() time.Time { return time.Now().Add(-2 * time.Hour) }})
 	if err != nil {
@@ -24,8 +430,10 @@ func TestPlanAndStatusChangeNothing(t *testing.T) {
 	if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.Workload.Append(ctx, "c1", env.Workload.Random()); err != nil {
-		t.Fatal(err)
+	for range 5 {
+		if _, err := env.Workload.Append(ctx, "c1", env.Workload.Random()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	snap, _ := env.Publisher.Read(ctx, "c1")
 	removed := snap.Root.Change.Added
@@ -40,28 +448,46 @@ func TestPlanAndStatusChangeNothing(t *testing.T) {
 	if err := env.Settle(ctx, 5*time.Second); err != nil { // the observer has handled every head event
 		t.Fatal(err)
 	}
-	before := env.Stack.Counter().Snapshot()
-	common := []string{"-endpoint", env.Stack.URL(), "-bucket", env.Config.Bucket, "-collection", "c1", "-ccs", env.Config.CCSEndpoint,
-		"-watermark-key", env.Config.WatermarkKey}
-	var out bytes.Buffer
-	if err := run(ctx, append([]string{"gc-plan"}, common...), &out); err != nil {
+	common := []string{"-endpoint", env.Stack.URL(), "-prefix", env.Prov.Def.Prefix, "-ccs", env.Config.CCSEndpoint}
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	var planOut bytes.Buffer
+	if _, err := run(ctx, append([]string{"plan", "-json"}, common...), &planOut); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(ctx, append([]string{"status", "-table", env.Config.Table}, common...), &out); err != nil {
+	if err := os.WriteFile(planFile, planOut.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	before := env.Stack.Counter().Snapshot()
+	var out bytes.Buffer
+	for _, args := range [][]string{
+		{"gc-plan", "-collection", "c1"}, {"gc-plan", "-collection", "c1", "-json"},
+		{"status"}, {"status", "-json"}, {"status", "-collection", "c1"},
+		{"leases"}, {"leases", "-json"}, {"recover"}, {"recover", "-json"},
+		{"plan"}, {"plan", "-json"}, {"apply", "-plan", planFile},
+		{"compaction-plan"}, {"compaction-plan", "-collection", "c1", "-json"},
+		{"confirm-lineage", "-collection", "c1", "-by", "test"},
+	} {
+		if _, err := run(ctx, append(args, common...), &out); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
 	}
 	t.Log(out.String())
 	if !strings.Contains(out.String(), "would delete 1 objects") || !strings.Contains(out.String(), removed[0].Key) {
-		t.Fatalf("plan does not show the debt:\n%s", out.String())
+		t.Fatalf("gc-plan does not show the debt:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "compaction due true") {
+		t.Fatalf("compaction-plan does not show the due compaction:\n%s", out.String())
 	}
 	calls := env.Stack.Counter().Since(before)
 	for op := range calls {
 		switch op {
-		case "s3:GetObject", "s3:ListObjects", "s3:HeadObject", "dynamodb:GetItem":
+		case "s3:GetObject", "s3:ListObjects", "s3:ListObjectsV2", "s3:HeadObject", "dynamodb:GetItem", "dynamodb:Scan",
+			"sqs:GetQueueUrl", "sqs:GetQueueAttributes":
 		default:
 			t.Fatalf("a read-only command made %s (%v)", op, calls)
 		}
 	}
+	t.Logf("calls: %v", calls)
 	if _, err := env.Bucket.Size(ctx, removed[0].Key); err != nil {
 		t.Fatalf("planned object was touched: %v", err)
 	}
@@ -90,15 +516,14 @@ func TestConfirmLineageAfterHeadRegression(t *testing.T) {
 	if err := env.Watermark.Publish(ctx, time.Now(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	common := []string{"-endpoint", env.Stack.URL(), "-bucket", env.Config.Bucket, "-collection", "c1", "-ccs", env.Config.CCSEndpoint,
-		"-watermark-key", env.Config.WatermarkKey, "-table", env.Config.Table}
+	common := []string{"-endpoint", env.Stack.URL(), "-prefix", env.Prov.Def.Prefix, "-collection", "c1", "-ccs", env.Config.CCSEndpoint}
 	var out bytes.Buffer
-	if err := run(ctx, append([]string{"gc-plan"}, common...), &out); err != nil || !strings.Contains(out.String(), "head_regression") {
-		t.Fatalf("gc-plan must show the refusal: %v\n%s", err, out.String())
+	if code, err := run(ctx, append([]string{"gc-plan"}, common...), &out); err != nil || code != exitAction || !strings.Contains(out.String(), "head_regression") {
+		t.Fatalf("gc-plan must show the refusal (exit 2): %d %v\n%s", code, err, out.String())
 	}
 	before := env.Stack.Counter().Snapshot()
 	out.Reset()
-	if err := run(ctx, append([]string{"confirm-lineage", "-by", "test"}, common...), &out); err != nil || !strings.Contains(out.String(), "not recorded") {
+	if _, err := run(ctx, append([]string{"confirm-lineage", "-by", "test"}, common...), &out); err != nil || !strings.Contains(out.String(), "not recorded") {
 		t.Fatalf("without -yes nothing is recorded: %v\n%s", err, out.String())
 	}
 	for op := range env.Stack.Counter().Since(before) {
@@ -107,11 +532,11 @@ func TestConfirmLineageAfterHeadRegression(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := run(ctx, append([]string{"confirm-lineage", "-by", "test", "-yes"}, common...), &out); err != nil || !strings.Contains(out.String(), "recorded") {
+	if _, err := run(ctx, append([]string{"confirm-lineage", "-by", "test", "-yes"}, common...), &out); err != nil || !strings.Contains(out.String(), "recorded") {
 		t.Fatalf("confirm: %v\n%s", err, out.String())
 	}
 	out.Reset()
-	if err := run(ctx, append([]string{"gc-plan"}, common...), &out); err != nil || strings.Contains(out.String(), "REFUSED") {
+	if _, err := run(ctx, append([]string{"gc-plan"}, common...), &out); err != nil || strings.Contains(out.String(), "REFUSED") {
 		t.Fatalf("after the confirmation GC is not refused: %v\n%s", err, out.String())
 	}
 }

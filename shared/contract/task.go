@@ -24,6 +24,9 @@ const (
 // Rewrites reports whether a kind produces a cutover candidate.
 func (k TaskKind) Rewrites() bool { return k == KindCompaction || k == KindLifecycleTransition }
 
+// Valid reports whether k is a known kind.
+func (k TaskKind) Valid() bool { return k.valid() }
+
 func (k TaskKind) valid() bool {
 	switch k {
 	case KindCompaction, KindLifecycleTransition, KindGC, KindRetentionReclaim, KindTombstoneCleanup, KindOrphanReclaim:

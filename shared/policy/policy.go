@@ -31,6 +31,11 @@ type Policy struct {
 	// OwnerTimeout bounds one HTTP call to the publisher or CCS.
 	OwnerTimeout Duration `json:"owner_timeout_ms"`
 
+	// PausedCollections are collections nothing new is scheduled for (the
+	// observer and reconciliation enqueue no task; tasks already queued
+	// still run): the operator's explicit "Disabled".
+	PausedCollections CollectionSet `json:"paused_collections,omitempty"`
+
 	Compaction Compaction `json:"compaction"`
 	GC         GC         `json:"gc"`
 	Handoff    Handoff    `json:"handoff"`

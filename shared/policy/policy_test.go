@@ -182,3 +182,11 @@ func TestMarshalRoundTrips(t *testing.T) {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
 }
+
+func TestPausedCollections(t *testing.T) {
+	p, err := policy.Parse([]byte(`{"paused_collections": ["b", "a"]}`))
+	if err != nil || !p.PausedCollections.Contains("a") || !p.PausedCollections.Contains("b") || p.PausedCollections.Contains("c") {
+		t.Fatalf("%+v %v", p.PausedCollections, err)
+	}
+	expectFields(t, func() error { _, err := policy.Parse([]byte(`{"paused_collections": ["Bad Name"]}`)); return err }(), "paused_collections[0]")
+}

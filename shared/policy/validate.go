@@ -66,6 +66,9 @@ func (p Policy) Validate() error {
 		check(f.timeout >= Duration(awslimit.LambdaMinTimeout) && f.timeout <= Duration(awslimit.LambdaMaxTimeout), f.field,
 			"%s is outside Lambda's timeout range %s..%s", f.timeout, awslimit.LambdaMinTimeout, awslimit.LambdaMaxTimeout)
 	}
+	for i, name := range p.PausedCollections.Names() {
+		check(contract.ValidCollection(name), fmt.Sprintf("paused_collections[%d]", i), "%q is not a valid collection name", name)
+	}
 	c := p.Compaction
 	check(c.MergeFactor >= 2, "compaction.merge_factor", "must be at least 2 (merging fewer objects reduces nothing), is %d", c.MergeFactor)
 	check(c.TargetObjectBytes > 0 && c.TargetObjectBytes <= awslimit.S3MaxObjectBytes, "compaction.target_object_bytes",

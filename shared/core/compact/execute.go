@@ -201,19 +201,10 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 	if stale != nil || err != nil {
 		return orStale(stale), err
 	}
-	// Load only the parts the plan needs: the due levels' key ranges (data
-	// keys embed the level, so a level is a contiguous range of parts).
-	snap := Snapshot{Collection: task.Collection, Version: root.Version, Checksum: task.BaseManifestChecksum,
-		Levels: Debt(root.Summary, e.cfg.Policy).PlanLevels(e.cfg.Policy)}
-	if err := e.lin.Each(ctx, &root, levelParts(task.Collection, snap.Levels), func(o contract.ObjectEntry) error {
-		if snap.Levels == nil || slices.Contains(snap.Levels, o.Level) {
-			snap.Objects = append(snap.Objects, o)
-		}
-		return nil
-	}); err != nil {
-		return Result{}, fmt.Errorf("load snapshot of %s v%d: %w", task.Collection, root.Version, err)
+	_, jobs, err := PlanRoot(ctx, e.lin, task.Collection, root, task.BaseManifestChecksum, e.cfg.Policy, started)
+	if err != nil {
+		return Result{}, err
 	}
-	jobs := Plan(snap, e.cfg.Policy, started)
 	if len(jobs) == 0 {
 		return Result{Outcome: OutcomeNothing, Reason: "nothing to compact"}, nil
 	}
@@ -486,4 +477,21 @@ func (e *Executor) report1(ctx context.Context, task contract.Task, ls contract.
 		return c, true, fmt.Errorf("report completion of %s: %w", task.TaskID, err)
 	}
 	return c, true, nil
+}
+
+// PlanRoot loads the snapshot the plan needs from a verified root — only
+// the parts of the due levels' key ranges (data keys embed the level, so a
+// level is a contiguous range of parts) — and plans it at now. The
+// executor and the operator's compaction-plan both call it.
+func PlanRoot(ctx context.Context, lin *lineage.Reader, collection string, root contract.Manifest, checksum string, p Policy, now time.Time) (Snapshot, []Job, error) {
+	snap := Snapshot{Collection: collection, Version: root.Version, Checksum: checksum, Levels: Debt(root.Summary, p).PlanLevels(p)}
+	if err := lin.Each(ctx, &root, levelParts(collection, snap.Levels), func(o contract.ObjectEntry) error {
+		if snap.Levels == nil || slices.Contains(snap.Levels, o.Level) {
+			snap.Objects = append(snap.Objects, o)
+		}
+		return nil
+	}); err != nil {
+		return snap, nil, fmt.Errorf("load snapshot of %s v%d: %w", collection, root.Version, err)
+	}
+	return snap, Plan(snap, p, now), nil
 }

@@ -204,3 +204,26 @@ func TestAcquireRecognisesOwnAppliedWrite(t *testing.T) {
 		t.Fatalf("another holder: %v, want ErrHeld", err)
 	}
 }
+
+// The grace floor is exactly two heartbeats: a lease whose last heartbeat
+// is 2 intervals old is healthy, a millisecond later it is suspect; at its
+// expiry it is not held.
+func TestClassifyHeartbeatBoundary(t *testing.T) {
+	tm := Timing{Duration: 2 * time.Minute, Heartbeat: 30 * time.Second, ClockSkew: time.Minute}
+	tk := task()
+	l := contract.Lease{TaskID: tk.TaskID, Kind: tk.Kind, Collection: tk.Collection, BaseManifestVersion: tk.BaseManifestVersion,
+		BaseManifestChecksum: tk.BaseManifestChecksum, LeaseEpoch: 1, Holder: "A", AcquiredAtUnixMs: t0.UnixMilli(),
+		LeaseExpiryUnixMs: t0.Add(2 * time.Minute).UnixMilli()}
+	ev := Evidence{HeadVersion: tk.BaseManifestVersion, HeadChecksum: tk.BaseManifestChecksum}
+	for _, tc := range []struct {
+		at   time.Duration
+		want Class
+	}{{time.Minute, ClassHealthy}, {time.Minute + time.Millisecond, ClassSuspect}, {2 * time.Minute, ClassNotHeld}} {
+		if got := Classify(State{Lease: l}, ev, t0.Add(tc.at), tm); got.Class != tc.want {
+			t.Errorf("at +%s: %s (%s), want %s", tc.at, got.Class, got.Detail, tc.want)
+		}
+	}
+	if got := Classify(State{Lease: l}, Evidence{HeadErr: "timeout"}, t0.Add(time.Second), tm); got.Class != ClassIndeterminate || got.Releasable {
+		t.Errorf("head unreadable: %+v", got)
+	}
+}

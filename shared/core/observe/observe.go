@@ -91,6 +91,9 @@ type Config struct {
 	TokenLifetime   time.Duration               // manifests stay openable this long after being superseded
 	RetentionWindow time.Duration               // global_safe_ts - retention_window bounds eviction
 	GCSweepInterval time.Duration               // reconciliation sweeps at least this often
+	// Paused collections get no new task from the observer or
+	// reconciliation (policy paused_collections).
+	Paused policy.CollectionSet
 }
 
 // ConfigFrom is the observer's configuration under a validated policy (GC
@@ -103,6 +106,7 @@ func ConfigFrom(p policy.Policy, compactionDue func(contract.Summary) bool) Conf
 		TokenLifetime:   p.GC.TokenLifetime.D(),
 		RetentionWindow: p.GC.RetentionWindow.D(),
 		GCSweepInterval: p.GC.SweepInterval.D(),
+		Paused:          p.PausedCollections,
 	}
 }
 
@@ -383,6 +387,8 @@ func saturatingAdd(a, b int64) int64 {
 func (o *Observer) tasks(head contract.Head, st Observed, now time.Time) []contract.Task {
 	nowMs := now.UnixMilli()
 	switch {
+	case o.cfg.Paused.Contains(head.Collection):
+		return nil
 	case st.Debt.TombstoneActive:
 		return []contract.Task{contract.NewTask(contract.KindTombstoneCleanup, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
 	case st.Debt.TransitionDue:

@@ -97,6 +97,9 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 	if collection == "" {
 		collection = cur.Collection
 	}
+	if cfg.Paused.Contains(collection) {
+		return nil
+	}
 	var due []Due
 	add := func(t contract.Task, format string, args ...any) {
 		due = append(due, Due{Task: t, Reason: fmt.Sprintf(format, args...)})

@@ -22,6 +22,10 @@ type Runtime struct {
 	Log *slog.Logger
 }
 
+// CCS is the CCS client of c (nil without a CCS endpoint), authenticated
+// as the functions' are (the operator's CLI reads facts through it).
+func (c Config) CCS(cl Clients) *owners.CCS { return c.ccs(cl) }
+
 func (c Config) ccs(cl Clients) *owners.CCS {
 	if c.CCSEndpoint == "" {
 		return nil

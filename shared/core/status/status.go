@@ -1,0 +1,370 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/gc"
+	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/core/observe"
+	"github.com/searchfabric/bcc/shared/policy"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// State is seed 001's state model, narrowest provable state first.
+type State string
+
+// States.
+const (
+	// NotConfigured: no desired source: CCS has no facts for the
+	// collection and it has no committed head.
+	NotConfigured State = "NotConfigured"
+	// Disabled: the policy explicitly pauses the collection
+	// (paused_collections): nothing new is scheduled for it.
+	Disabled State = "Disabled"
+	// Starting: a head exists that the observer has never recorded (a new
+	// collection, or the coordinator's state was wiped).
+	Starting State = "Starting"
+	// Running: observed, no known error, no stalled lease.
+	Running State = "Running"
+	// Degraded: active, with a known error: a dead-lettered message, a
+	// stalled or contradictory lease, GC refused, a corrupt part.
+	Degraded State = "Degraded"
+	// Stopping: CCS tombstoned the collection and cleanup is outstanding
+	// (objects to delete or deferred, live leases).
+	Stopping State = "Stopping"
+	// Stopped: tombstoned and nothing remains to clean up.
+	Stopped State = "Stopped"
+	// Unknown: a source this state depends on could not be read.
+	Unknown State = "Unknown"
+)
+
+// Ports are the read-only sources of a snapshot.
+type Ports struct {
+	Catalog interface {
+		Collections(ctx context.Context) ([]string, error)
+	}
+	Facts interface {
+		Facts(ctx context.Context, collection string) (contract.CollectionFacts, error)
+	}
+	Heads interface {
+		Head(ctx context.Context, collection string) (contract.Head, error)
+	}
+	Observed interface {
+		Get(ctx context.Context, collection string) (observe.Observed, error)
+	}
+	// Preview is observe.Observer.Preview over read-only ports.
+	Preview func(ctx context.Context, collection string) (observe.Result, observe.Observed, error)
+	// GC is gc.PlanSweep over read-only ports.
+	GC func(ctx context.Context, collection string, now time.Time) (gc.Plan, error)
+	// Leases lists the lease records of a collection.
+	Leases func(ctx context.Context, collection string) ([]lease.State, error)
+	// Queue reads a queue's counts by class: the queue's and its DLQ's.
+	Queue func(ctx context.Context, class string) (main, dlq QueueCounts, err error)
+	// Classes are the queue classes to read.
+	Classes []string
+}
+
+// QueueCounts are SQS's approximate counts of one queue.
+type QueueCounts struct {
+	Visible  int64 `json:"visible"`
+	InFlight int64 `json:"in_flight"`
+}
+
+// Queue is one class's queue and DLQ.
+type Queue struct {
+	Class string      `json:"class"`
+	Main  QueueCounts `json:"queue"`
+	DLQ   QueueCounts `json:"dlq"`
+	Error string      `json:"error,omitempty"`
+	// OldestAge is not an SQS attribute (it is the CloudWatch metric
+	// ApproximateAgeOfOldestMessage); peeking would change visibility.
+	OldestAge string `json:"oldest_message_age"`
+}
+
+// Desired is what the owners and the policy ask for.
+type Desired struct {
+	Facts      *contract.CollectionFacts `json:"ccs_facts,omitempty"`
+	FactsError string                    `json:"ccs_facts_error,omitempty"`
+	KnownToCCS bool                      `json:"known_to_ccs"`
+	Paused     bool                      `json:"paused"`
+}
+
+// GCView is the GC plan's summary.
+type GCView struct {
+	Refused          string         `json:"refused,omitempty"`
+	Blocked          string         `json:"blocked,omitempty"`
+	Deletable        int            `json:"deletable_now"`
+	Deferred         int            `json:"deferred"`
+	DeferredByReason map[string]int `json:"deferred_by_reason,omitempty"`
+	NextDueUnixMs    int64          `json:"next_due_unix_ms,omitempty"`
+	Orphans          int            `json:"orphans"`
+	OrphansYoung     int            `json:"orphans_young"`
+	Trimmable        int            `json:"trimmable_roots"`
+	Remaining        []string       `json:"remaining_dependencies,omitempty"`
+	CorruptParts     int            `json:"corrupt_parts,omitempty"`
+	GlobalSafeTs     int64          `json:"global_safe_ts_unix_ms"`
+}
+
+// Current is what the coordinator and the bucket show now.
+type Current struct {
+	Head          *contract.Head    `json:"head,omitempty"`
+	HeadError     string            `json:"head_error,omitempty"`
+	Observed      *observe.Observed `json:"observed,omitempty"`
+	ObservedError string            `json:"observed_error,omitempty"`
+	GC            *GCView           `json:"gc,omitempty"`
+	GCError       string            `json:"gc_error,omitempty"`
+	Leases        []lease.Report    `json:"leases"`
+	LeasesError   string            `json:"leases_error,omitempty"`
+	// Preview is what a reconciliation would see now (planning input).
+	Preview      *observe.Result   `json:"reconcile_preview,omitempty"`
+	PreviewState *observe.Observed `json:"-"`
+	PreviewError string            `json:"reconcile_preview_error,omitempty"`
+}
+
+// Collection is one collection's snapshot.
+type Collection struct {
+	Name    string   `json:"collection"`
+	State   State    `json:"state"`
+	Reasons []string `json:"reasons"`
+	Desired Desired  `json:"desired"`
+	Current Current  `json:"current"`
+}
+
+// Snapshot is the fleet's snapshot at one as_of.
+type Snapshot struct {
+	AsOf         time.Time    `json:"as_of"`
+	State        State        `json:"state"`
+	Reasons      []string     `json:"reasons"`
+	Queues       []Queue      `json:"queues"`
+	CatalogError string       `json:"catalog_error,omitempty"`
+	Collections  []Collection `json:"collections"`
+}
+
+// Options select what to collect.
+type Options struct {
+	// Collections: these only (empty: every collection CCS lists).
+	Collections []string
+	Policy      policy.Policy
+	// SkipQueues leaves the fleet's queues out (per-collection commands).
+	SkipQueues bool
+}
+
+// Collect reads every source and judges the snapshot at asOf.
+func Collect(ctx context.Context, p Ports, o Options, asOf time.Time) Snapshot {
+	s := Snapshot{AsOf: asOf.UTC(), Queues: []Queue{}, Collections: []Collection{}}
+	names := o.Collections
+	if len(names) == 0 {
+		var err error
+		names, err = p.Catalog.Collections(ctx)
+		if err != nil {
+			s.CatalogError = err.Error()
+		}
+	}
+	names = slices.Clone(names)
+	sort.Strings(names)
+	if !o.SkipQueues && p.Queue != nil {
+		for _, class := range p.Classes {
+			q := Queue{Class: class, OldestAge: "unknown (CloudWatch ApproximateAgeOfOldestMessage)"}
+			m, d, err := p.Queue(ctx, class)
+			if err != nil {
+				q.Error = err.Error()
+			}
+			q.Main, q.DLQ = m, d
+			s.Queues = append(s.Queues, q)
+		}
+	}
+	timing := lease.Timing{Duration: o.Policy.LeaseDuration.D(), Heartbeat: o.Policy.LeaseHeartbeat.D(), ClockSkew: o.Policy.ClockSkew.D()}
+	for _, n := range names {
+		s.Collections = append(s.Collections, collect(ctx, p, o, n, asOf, timing))
+	}
+	s.State, s.Reasons = judgeFleet(s)
+	return s
+}
+
+func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Time, timing lease.Timing) Collection {
+	c := Collection{Name: name, Current: Current{Leases: []lease.Report{}}}
+	c.Desired.Paused = o.Policy.PausedCollections.Contains(name)
+	f, err := p.Facts.Facts(ctx, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		c.Desired.FactsError = err.Error()
+	default:
+		c.Desired.Facts, c.Desired.KnownToCCS = &f, true
+	}
+	noHead := false
+	if h, err := p.Heads.Head(ctx, name); errors.Is(err, store.ErrNotFound) {
+		noHead = true
+	} else if err != nil {
+		c.Current.HeadError = err.Error()
+	} else {
+		c.Current.Head = &h
+	}
+	if st, err := p.Observed.Get(ctx, name); err != nil {
+		c.Current.ObservedError = err.Error()
+	} else if st.Version != 0 {
+		c.Current.Observed = &st
+	}
+	if !noHead {
+		if plan, err := p.GC(ctx, name, asOf); err != nil && !errors.Is(err, gc.ErrRefused) {
+			c.Current.GCError = err.Error()
+		} else {
+			v := &GCView{Deletable: len(plan.Delete), Deferred: plan.DeferredCount, DeferredByReason: plan.DeferredByReason,
+				NextDueUnixMs: plan.NextDueUnixMs(), Orphans: len(plan.Orphans), OrphansYoung: plan.OrphansYoung, Trimmable: len(plan.Trim),
+				Remaining: plan.Remaining, CorruptParts: len(plan.CorruptParts), Blocked: plan.Blocked, GlobalSafeTs: plan.GlobalSafeTsUnixMs}
+			if err != nil {
+				v.Refused = err.Error()
+			}
+			c.Current.GC = v
+		}
+		if res, cur, err := p.Preview(ctx, name); err != nil {
+			c.Current.PreviewError = err.Error()
+		} else {
+			c.Current.Preview, c.Current.PreviewState = &res, &cur
+		}
+	}
+	ev := lease.Evidence{NoHead: noHead, HeadErr: c.Current.HeadError, FactsErr: c.Desired.FactsError}
+	if h := c.Current.Head; h != nil {
+		ev.HeadVersion, ev.HeadChecksum = h.Version, h.ManifestChecksum
+	}
+	if f := c.Desired.Facts; f != nil {
+		ev.Tombstoned = f.Tombstoned
+	}
+	if ls, err := p.Leases(ctx, name); err != nil {
+		c.Current.LeasesError = err.Error()
+	} else {
+		for _, st := range ls {
+			c.Current.Leases = append(c.Current.Leases, lease.Classify(st, ev, asOf, timing))
+		}
+		sort.Slice(c.Current.Leases, func(i, j int) bool { return c.Current.Leases[i].Lease.TaskID < c.Current.Leases[j].Lease.TaskID })
+	}
+	c.State, c.Reasons = judge(c, noHead)
+	return c
+}
+
+// judge decides one collection's state from what was read.
+func judge(c Collection, noHead bool) (State, []string) {
+	var unknown []string
+	for _, e := range []struct{ what, err string }{
+		{"ccs facts", c.Desired.FactsError}, {"head", c.Current.HeadError}, {"observed state", c.Current.ObservedError},
+		{"gc plan", c.Current.GCError}, {"leases", c.Current.LeasesError},
+	} {
+		if e.err != "" {
+			unknown = append(unknown, fmt.Sprintf("%s unreadable: %s", e.what, e.err))
+		}
+	}
+	if len(unknown) > 0 {
+		return Unknown, unknown
+	}
+	if !c.Desired.KnownToCCS && noHead {
+		return NotConfigured, []string{"CCS has no facts for the collection and it has no committed head"}
+	}
+	live := 0
+	var stalled []string
+	for _, r := range c.Current.Leases {
+		if r.Class != lease.ClassNotHeld {
+			live++
+		}
+		if r.Class != lease.ClassHealthy && r.Class != lease.ClassNotHeld {
+			stalled = append(stalled, fmt.Sprintf("lease %s is %s: %s", r.Lease.TaskID, r.Class, r.Detail))
+		}
+	}
+	if f := c.Desired.Facts; f != nil && f.Tombstoned {
+		var left []string
+		if g := c.Current.GC; g != nil {
+			if g.Refused != "" {
+				left = append(left, "gc refused: "+g.Refused)
+			}
+			if n := g.Deletable + g.Deferred + g.Orphans + g.OrphansYoung; n > 0 {
+				left = append(left, fmt.Sprintf("%d objects to delete (%d now, %d deferred, %d never-committed outputs)", n, g.Deletable, g.Deferred, g.Orphans+g.OrphansYoung))
+			}
+		}
+		if live > 0 {
+			left = append(left, fmt.Sprintf("%d live leases", live))
+		}
+		if len(left) > 0 {
+			return Stopping, append([]string{fmt.Sprintf("tombstoned by CCS (facts v%d); cleanup outstanding", f.FactsVersion)}, left...)
+		}
+		return Stopped, []string{fmt.Sprintf("tombstoned by CCS (facts v%d); nothing remains to clean up (the head and its root are the publisher's)", f.FactsVersion)}
+	}
+	if c.Desired.Paused {
+		return Disabled, []string{"paused by the policy (paused_collections): nothing new is scheduled"}
+	}
+	if noHead {
+		return NotConfigured, []string{"CCS knows the collection but it has no committed head yet"}
+	}
+	h := c.Current.Head
+	if c.Current.Observed == nil {
+		return Starting, []string{fmt.Sprintf("head v%d committed, not yet recorded by the observer", h.Version)}
+	}
+	var bad []string
+	if g := c.Current.GC; g != nil {
+		if g.Refused != "" {
+			bad = append(bad, "gc refused: "+g.Refused)
+		}
+		if g.CorruptParts > 0 {
+			bad = append(bad, fmt.Sprintf("%d corrupt manifest parts", g.CorruptParts))
+		}
+	}
+	if ob := c.Current.Observed; ob.Version > h.Version {
+		bad = append(bad, fmt.Sprintf("head v%d is below the observed v%d", h.Version, ob.Version))
+	}
+	bad = append(bad, stalled...)
+	if len(bad) > 0 {
+		return Degraded, bad
+	}
+	reasons := []string{fmt.Sprintf("head v%d, observed v%d, %d live leases", h.Version, c.Current.Observed.Version, live)}
+	if c.Current.Observed.Version < h.Version {
+		reasons = append(reasons, fmt.Sprintf("the observer has not yet recorded v%d", h.Version))
+	}
+	return Running, reasons
+}
+
+// judgeFleet decides the deployment's state: Unknown when a fleet source
+// or any collection is unknown, Degraded when a DLQ holds messages or any
+// collection is degraded.
+func judgeFleet(s Snapshot) (State, []string) {
+	var unknown, degraded []string
+	if s.CatalogError != "" {
+		unknown = append(unknown, "CCS collection list unreadable: "+s.CatalogError)
+	}
+	for _, q := range s.Queues {
+		switch {
+		case q.Error != "":
+			unknown = append(unknown, fmt.Sprintf("%s queue unreadable: %s", q.Class, q.Error))
+		case q.DLQ.Visible+q.DLQ.InFlight > 0:
+			degraded = append(degraded, fmt.Sprintf("%s DLQ holds %d messages", q.Class, q.DLQ.Visible+q.DLQ.InFlight))
+		}
+	}
+	count := map[State]int{}
+	for _, c := range s.Collections {
+		count[c.State]++
+		switch c.State {
+		case Unknown:
+			unknown = append(unknown, fmt.Sprintf("%s: %s", c.Name, c.Reasons[0]))
+		case Degraded:
+			degraded = append(degraded, fmt.Sprintf("%s: %s", c.Name, c.Reasons[0]))
+		}
+	}
+	switch {
+	case len(unknown) > 0:
+		return Unknown, append(unknown, degraded...)
+	case len(degraded) > 0:
+		return Degraded, degraded
+	case len(s.Collections) == 0:
+		return NotConfigured, []string{"no collections"}
+	}
+	var parts []string
+	for _, st := range []State{Starting, Running, Disabled, Stopping, Stopped, NotConfigured} {
+		if count[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
+		}
+	}
+	return Running, []string{fmt.Sprintf("%d collections: %v", len(s.Collections), parts)}
+}

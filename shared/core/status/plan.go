@@ -72,10 +72,12 @@ func PlanFor(s Snapshot, cfg observe.Config) Plan {
 			continue
 		}
 		res := *c.Current.Preview
+		why := fmt.Sprintf("head v%d not yet observed (observed v%d): the observer's task", res.Version, res.Previous)
+		if res.Outcome != observe.OutcomeAdvanced {
+			why = fmt.Sprintf("the observer's task for head v%d, enqueued again (makes up for a lost enqueue; FIFO deduplication absorbs a copy)", res.Version)
+		}
 		for _, t := range res.Tasks {
-			t := t
-			p.Intents = append(p.Intents, Intent{Kind: IntentEnqueue, Collection: c.Name, Task: &t,
-				Reason: fmt.Sprintf("head v%d not yet observed (observed v%d): the observer's task", res.Version, res.Previous)})
+			p.Intents = append(p.Intents, Intent{Kind: IntentEnqueue, Collection: c.Name, Task: &t, Reason: why})
 		}
 		for _, d := range observe.PlanReconcile(cfg, *c.Current.PreviewState, res, nowMs) {
 			t := d.Task

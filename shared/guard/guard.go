@@ -16,19 +16,20 @@ type Set struct {
 	HandoffFacts          bool // the handoff re-reads CCS facts before every cutover and release intent: the facts the task kind depends on must be unchanged (fail closed when CCS is unreachable)
 	OwnWrite              bool // a conditional write refused by our own applied earlier attempt (an SDK retry) is recognised as ours and succeeds
 	DuplicateRederive     bool // a duplicate observation re-derives and re-enqueues its head's tasks (a lost enqueue is made up for)
+	GroupIsolation        bool // an SQS consumer fails only the failing record's message group, never other collections' records of the batch
 }
 
 // All is every guard on: the only production setting.
 func All() Set {
 	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
-		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true, OwnWrite: true, DuplicateRederive: true}
+		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true, OwnWrite: true, DuplicateRederive: true, GroupIsolation: true}
 }
 
 // Names lists the guards in a stable order (for mutation reports).
 func Names() []string {
 	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
 		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression", "handoff_facts",
-		"own_write", "duplicate_rederive"}
+		"own_write", "duplicate_rederive", "group_isolation"}
 }
 
 // Without returns All() with the named guard off; ok is false for an unknown name.
@@ -66,6 +67,8 @@ func (s Set) Off(name string) (Set, bool) {
 		s.OwnWrite = false
 	case "duplicate_rederive":
 		s.DuplicateRederive = false
+	case "group_isolation":
+		s.GroupIsolation = false
 	default:
 		return s, false
 	}

@@ -30,6 +30,11 @@ type Policy struct {
 	ClockSkew Duration `json:"clock_skew_ms"`
 	// OwnerTimeout bounds one HTTP call to the publisher or CCS.
 	OwnerTimeout Duration `json:"owner_timeout_ms"`
+	// BatchStopMargin: an SQS consumer starts another record of its batch
+	// only while its invocation has more than owner_timeout_ms +
+	// batch_stop_margin_ms left (BatchReserve); the rest go back to the
+	// queue untouched.
+	BatchStopMargin Duration `json:"batch_stop_margin_ms"`
 
 	// PausedCollections are collections nothing new is scheduled for (the
 	// observer and reconciliation enqueue no task; tasks already queued
@@ -128,6 +133,7 @@ func Default() Policy {
 		CutoverDeadline: Duration(30 * time.Minute),
 		ClockSkew:       Duration(2 * time.Minute),
 		OwnerTimeout:    Duration(10 * time.Second),
+		BatchStopMargin: Duration(5 * time.Second),
 		Compaction: Compaction{
 			MergeFactor:            4,
 			TargetObjectBytes:      64 << 20,
@@ -160,6 +166,10 @@ func Default() Policy {
 		},
 	}
 }
+
+// BatchReserve is the invocation time a consumer keeps in hand before it
+// starts another record: one owner call plus the margin.
+func (p Policy) BatchReserve() time.Duration { return p.OwnerTimeout.D() + p.BatchStopMargin.D() }
 
 // DefaultLeaseHeartbeat is the heartbeat cadence of a task lease.
 const DefaultLeaseHeartbeat = 30 * time.Second

@@ -44,6 +44,9 @@ func TestValidateRejectsEachBadRelation(t *testing.T) {
 			p.Functions.ObserverTimeout = ms(5 * time.Minute)
 			p.OwnerTimeout = ms(2 * time.Minute)
 		}, "owner_timeout_ms"},
+		{"no time for a consumer's first record", func(p *policy.Policy) {
+			p.BatchStopMargin = p.Functions.ObserverTimeout - p.OwnerTimeout
+		}, "batch_stop_margin_ms"},
 		{"per-collection delete rate above the global one", func(p *policy.Policy) { p.GC.DeletesPerSec = p.GC.GlobalDeletesPerSec + 1 }, "gc.deletes_per_sec"},
 		{"retry backoffs longer than the gc timeout", func(p *policy.Policy) { p.GC.RetryBackoff = ms(time.Minute) }, "gc.retry_backoff_ms"},
 	}

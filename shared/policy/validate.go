@@ -56,6 +56,7 @@ func (p Policy) Validate() error {
 	positive(p.CutoverDeadline, "cutover_deadline_ms")
 	nonNegative(p.ClockSkew, "clock_skew_ms")
 	positive(p.OwnerTimeout, "owner_timeout_ms")
+	nonNegative(p.BatchStopMargin, "batch_stop_margin_ms")
 	positive(p.GC.TokenLifetime, "gc.token_lifetime_ms")
 	nonNegative(p.GC.RetentionWindow, "gc.retention_window_ms")
 	positive(p.GC.SweepInterval, "gc.sweep_interval_ms")
@@ -114,6 +115,8 @@ func (p Policy) Validate() error {
 	for _, f := range p.Functions.all() {
 		check(p.OwnerTimeout < f.timeout, "owner_timeout_ms",
 			"%s must be shorter than %s %s (a call to an owner must time out inside the invocation that made it)", p.OwnerTimeout, f.field, f.timeout)
+		check(p.OwnerTimeout+p.BatchStopMargin < f.timeout, "batch_stop_margin_ms",
+			"owner_timeout_ms %s + %s must be shorter than %s %s (a consumer must have time to start its first record)", p.OwnerTimeout, p.BatchStopMargin, f.field, f.timeout)
 	}
 	check(g.DeletesPerSec <= g.GlobalDeletesPerSec, "gc.deletes_per_sec",
 		"%g must not exceed gc.global_deletes_per_sec %g (one collection cannot delete faster than the worker)", g.DeletesPerSec, g.GlobalDeletesPerSec)

@@ -27,7 +27,11 @@ func CompactionHandler(c Config, cl Clients, rt Runtime) *handler.Compaction {
 // CompactionHandlerWith wires the compaction function with options.
 func CompactionHandlerWith(c Config, cl Clients, rt Runtime, o CompactionOptions) *handler.Compaction {
 	ex, m := CompactionExecutor(c, cl, rt, o)
-	return handler.NewCompaction(ex, m, rt.Out, rt.Now, rt.Log)
+	b := handler.BatchFrom(c.Policy)
+	if o.Guards != nil {
+		b.Guards = *o.Guards
+	}
+	return handler.NewCompaction(ex, m, rt.Out, rt.Now, rt.Log).WithBatch(b)
 }
 
 // CompactionExecutor wires the compaction use case and its recorder.

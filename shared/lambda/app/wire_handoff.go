@@ -30,7 +30,11 @@ func HandoffHandler(c Config, cl Clients, rt Runtime) *handler.Handoff {
 // HandoffHandlerWith wires the handoff function with options.
 func HandoffHandlerWith(c Config, cl Clients, rt Runtime, o HandoffOptions) *handler.Handoff {
 	uc, m := HandoffUseCase(c, cl, rt, o)
-	return handler.NewHandoff(uc, m, rt.Out, rt.Now, rt.Log)
+	b := handler.BatchFrom(c.Policy)
+	if o.Guards != nil {
+		b.Guards = *o.Guards
+	}
+	return handler.NewHandoff(uc, m, rt.Out, rt.Now, rt.Log).WithBatch(b)
 }
 
 // PublisherClient is the handoff function's client of the Manifest

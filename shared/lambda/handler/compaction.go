@@ -17,6 +17,7 @@ import (
 
 // Compaction handles compaction task batches from the compaction FIFO queue.
 type Compaction struct {
+	batch   Batch
 	uc      *compact.Executor
 	metrics *metrics.Recorder
 	out     io.Writer
@@ -26,13 +27,21 @@ type Compaction struct {
 
 // NewCompaction returns the compaction handler.
 func NewCompaction(uc *compact.Executor, m *metrics.Recorder, out io.Writer, now func() time.Time, log *slog.Logger) *Compaction {
-	return &Compaction{uc: uc, metrics: m, out: out, now: now, log: log}
+	return &Compaction{uc: uc, metrics: m, out: out, now: now, log: log, batch: DefaultBatch()}
 }
 
-// Handle runs each task in order and reports partial batch failures.
+// WithBatch returns h walking its batches with b.
+func (h *Compaction) WithBatch(b Batch) *Compaction {
+	c := *h
+	c.batch = b
+	return &c
+}
+
+// Handle runs each task in order and reports partial batch failures (per
+// message group, see Batch).
 func (h *Compaction) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer flushMetrics(h.metrics, h.out, h.now, h.log)
-	return fifoOrderedBatch(ev, h.log, h.metrics, func(m events.SQSMessage) error {
+	return h.batch.walk(ctx, ev, h.log, h.metrics, func(m events.SQSMessage) error {
 		task, err := contract.DecodeTask(m.MessageId, []byte(m.Body))
 		if err != nil {
 			h.metrics.Add("MalformedMessages", 1)
@@ -47,7 +56,7 @@ func (h *Compaction) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 		}
 		h.log.Info("compaction task handled", "task", task.TaskID, "collection", task.Collection, "outcome", string(res.Outcome), "reason", res.Reason)
 		return nil
-	})
+	}), nil
 }
 
 // holderID names one lease holder: the invocation and the message.
@@ -56,29 +65,6 @@ func holderID(ctx context.Context, messageID string) string {
 		return lc.AwsRequestID + "/" + messageID
 	}
 	return fmt.Sprintf("local-%d/%s", time.Now().UnixNano(), messageID)
-}
-
-// fifoOrderedBatch processes a FIFO batch in order. After the first failure
-// that record and every later one are reported failed: later messages of
-// the group must not overtake it.
-func fifoOrderedBatch(ev events.SQSEvent, log *slog.Logger, m *metrics.Recorder, fn func(events.SQSMessage) error) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	failed := false
-	for _, r := range ev.Records {
-		if failed {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
-			continue
-		}
-		if err := fn(r); err != nil {
-			failed = true
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
-		}
-	}
-	if n := len(resp.BatchItemFailures); n > 0 {
-		m.Add("BatchItemFailures", float64(n))
-		log.Warn("batch items failed; they return to the queue", "failed", n, "records", len(ev.Records))
-	}
-	return resp, nil
 }
 
 func flushMetrics(m *metrics.Recorder, out io.Writer, now func() time.Time, log *slog.Logger) {

@@ -19,6 +19,7 @@ import (
 // collection to sweep. The queue entry is only a hint; the executor re-reads
 // the head and judges every delete at execution time.
 type GC struct {
+	batch   Batch
 	ex      *gc.Executor
 	metrics *metrics.Recorder
 	out     io.Writer
@@ -31,30 +32,31 @@ func NewGC(ex *gc.Executor, m *metrics.Recorder, out io.Writer, now func() time.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &GC{ex: ex, metrics: m, out: out, now: now, log: log}
+	return &GC{ex: ex, metrics: m, out: out, now: now, log: log, batch: DefaultBatch()}
+}
+
+// WithBatch returns h walking its batches with b.
+func (h *GC) WithBatch(b Batch) *GC {
+	c := *h
+	c.batch = b
+	return &c
 }
 
 // Handle runs each record's task. A record that fails (malformed body, a
 // task the gc queue does not carry, deletes not confirmed, a transient read
-// error) is reported in batchItemFailures, and so is every record after it:
-// on a FIFO queue a later message of the group must not overtake it.
+// error) is reported in batchItemFailures, and so is every later record of
+// its message group (see Batch): on a FIFO queue a later message of the
+// group must not overtake it; other collections' records go on.
 func (h *GC) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer h.flush()
-	var resp events.SQSEventResponse
-	failed := false
-	for _, r := range ev.Records {
-		if failed {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
-			continue
-		}
+	return h.batch.walk(ctx, ev, h.log, h.metrics, func(r events.SQSMessage) error {
 		if err := h.one(ctx, r); err != nil {
 			h.log.Error("gc task failed; message will be retried", "message", r.MessageId, "err", err)
 			h.metrics.Add("GCTaskFailures", 1)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
-			failed = true
+			return err
 		}
-	}
-	return resp, nil
+		return nil
+	}), nil
 }
 
 func (h *GC) one(ctx context.Context, r events.SQSMessage) error {

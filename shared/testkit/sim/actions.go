@@ -46,7 +46,7 @@ func (w *World) gcReadPorts() gc.ReadPorts {
 
 // observerHandler is the observer function.
 func (w *World) observerHandler(r fnRun) *handler.Observer {
-	uc := observe.New(w.bucket, w.state, w.queues, w.ccs, r.now, observe.ConfigFrom(w.pol, w.compactionPolicy().Due), r.m, r.log)
+	uc := observe.New(w.bucket, w.state, w.queues, w.ccs, r.now, observe.ConfigFrom(w.pol, w.compactionPolicy().Due), r.m, r.log).WithGuards(w.cfg.Guards)
 	return handler.NewObserver(uc, w.ccs, r.m, r.out, r.now, r.log)
 }
 
@@ -157,12 +157,13 @@ type sqsHandler interface {
 // batch of group's messages.
 func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 	g := w.cfg.Guards
+	batch := handler.Batch{Reserve: w.pol.BatchReserve(), Guards: g}
 	switch class {
 	case resources.QueueCompaction:
 		cfg := compact.ExecConfigFrom(w.pol, g)
 		cfg.Writer = segment.WriterOptions{BlockSize: 96}
 		ex := compact.NewExecutor(w.bucket, checkedLeases{w: w, l: lease.New(w.leases, g)}, w.ccs, w.queues, r.now, cfg, r.m, r.log)
-		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log)
+		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log).WithBatch(batch)
 	case resources.QueueGC:
 		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: app.GCBucket{B: w.bucket}, Sweeps: w.state, Completions: w.queues}
 		// Unpaced; a backoff sleep advances the simulated clock while the
@@ -173,14 +174,14 @@ func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 			return ctx.Err()
 		}
 		pacer := gc.NewPacer(0, 0, w.pol.GC.BatchSize, r.now, sleep)
-		return handler.NewGC(gc.New(ports, w.gcConfig(), pacer, r.now, sleep, r.m, r.log), r.m, r.out, r.now, r.log)
+		return handler.NewGC(gc.New(ports, w.gcConfig(), pacer, r.now, sleep, r.m, r.log), r.m, r.out, r.now, r.log).WithBatch(batch)
 	}
 	var reclaim handoff.Reclaimer
 	if !g.AmbiguousReread {
 		reclaim = reclaimer{w.bucket}
 	}
 	uc := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaim, r.now, handoff.ConfigFrom(w.pol, g), r.m, r.log)
-	return handler.NewHandoff(uc, r.m, r.out, r.now, r.log)
+	return handler.NewHandoff(uc, r.m, r.out, r.now, r.log).WithBatch(batch)
 }
 
 // ---------------------------------------------------------------------------

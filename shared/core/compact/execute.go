@@ -194,7 +194,8 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 }
 
 func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time) (Result, error) {
-	if _, reason, err := e.revalidate(ctx, task); err != nil || reason != "" {
+	planned, reason, err := e.revalidate(ctx, task, nil)
+	if err != nil || reason != "" {
 		return Result{Outcome: OutcomeStale, Reason: reason}, err
 	}
 	root, stale, err := e.openPinned(ctx, task)
@@ -219,7 +220,7 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 	if err := keep.Force(ctx); err != nil {
 		return res, err
 	}
-	c, reported, err := e.report1(ctx, task, keep.Lease(), started, job.Reason, job.Inputs, added, stats.BytesRead, stats.BytesWritten)
+	c, reported, err := e.report1(ctx, task, planned, keep.Lease(), started, job.Reason, job.Inputs, added, stats.BytesRead, stats.BytesWritten)
 	if !reported {
 		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
 		return res, err
@@ -240,8 +241,13 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 
 // revalidate returns a non-empty reason when the task is stale: the head is
 // no longer its base (version and checksum) or the CCS facts it carried
-// changed. It returns the facts it read (zero without a CCS).
-func (e *Executor) revalidate(ctx context.Context, task contract.Task) (contract.CollectionFacts, string, error) {
+// changed. Before the work (planned nil) any facts change counts: the
+// facts must be the task's facts_version. After the work only the facts
+// its kind depends on count (contract.FactsDependencies, compared with
+// planned, the facts read before the work): a retention change does not
+// waste a finished compaction. It returns the facts it read (zero without
+// a CCS).
+func (e *Executor) revalidate(ctx context.Context, task contract.Task, planned *contract.CollectionFacts) (contract.CollectionFacts, string, error) {
 	var f contract.CollectionFacts
 	if e.cfg.Guards.BaseRevalidation {
 		head, err := e.lin.Head(ctx, task.Collection)
@@ -258,8 +264,12 @@ func (e *Executor) revalidate(ctx context.Context, task contract.Task) (contract
 		if err != nil {
 			return f, "", fmt.Errorf("revalidate %s: read CCS facts: %w", task.TaskID, err)
 		}
-		if f.FactsVersion != task.CCSFactsVersion {
+		switch {
+		case planned == nil && f.FactsVersion != task.CCSFactsVersion:
 			return f, fmt.Sprintf("CCS facts are v%d, task carried v%d", f.FactsVersion, task.CCSFactsVersion), nil
+		case planned != nil && contract.FactsDigest(task.Kind, f) != contract.FactsDigest(task.Kind, *planned):
+			return f, fmt.Sprintf("CCS facts v%d changed what %s depends on since v%d: now %s", f.FactsVersion, task.Kind, task.CCSFactsVersion,
+				contract.DescribeFacts(task.Kind, f)), nil
 		}
 		if f.Tombstoned {
 			return f, "collection is tombstoned", nil
@@ -454,9 +464,9 @@ func orStale(stale *Result) Result {
 // report1 revalidates the base once more and, if it still holds, reports
 // one completion replacing inputs by added. reported is false when the base
 // went stale (c.Reason says why) or revalidation failed (err).
-func (e *Executor) report1(ctx context.Context, task contract.Task, ls contract.Lease, started time.Time, reason string,
+func (e *Executor) report1(ctx context.Context, task contract.Task, planned contract.CollectionFacts, ls contract.Lease, started time.Time, reason string,
 	inputs, added []contract.ObjectEntry, bytesRead, bytesWritten int64) (contract.Completion, bool, error) {
-	facts, stale, err := e.revalidate(ctx, task)
+	_, stale, err := e.revalidate(ctx, task, &planned)
 	if err != nil || stale != "" {
 		return contract.Completion{Reason: stale}, false, err
 	}
@@ -469,9 +479,9 @@ func (e *Executor) report1(ctx context.Context, task contract.Task, ls contract.
 		BytesRead: bytesRead, BytesWritten: bytesWritten, Coverage: &cov,
 	}
 	if e.facts != nil {
-		// The facts it ran under (revalidated: facts_version is the
-		// task's); the handoff compares them with current CCS facts.
-		c.CCSFactsDigest = contract.FactsDigest(task.Kind, facts)
+		// The facts it was planned under (facts_version is the task's);
+		// the handoff compares them with current CCS facts.
+		c.CCSFactsDigest = contract.FactsDigest(task.Kind, planned)
 	}
 	if err := e.report.Report(ctx, c); err != nil {
 		return c, true, fmt.Errorf("report completion of %s: %w", task.TaskID, err)

@@ -39,7 +39,7 @@ var errJobFull = errors.New("job full")
 // bucket's default storage class (mapping tiers to S3 storage classes is
 // the deployment's concern, not modelled here).
 func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time) (Result, error) {
-	facts, reason, err := e.revalidate(ctx, task)
+	facts, reason, err := e.revalidate(ctx, task, nil)
 	if err != nil || reason != "" {
 		return Result{Outcome: OutcomeStale, Reason: reason}, err
 	}
@@ -91,7 +91,7 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *
 			return res, err
 		}
 	}
-	c, reported, err := e.report1(ctx, task, keep.Lease(), started, ReasonLifecycleTransition+" to "+tier, job.Inputs, added, res.BytesRead, res.BytesWritten)
+	c, reported, err := e.report1(ctx, task, facts, keep.Lease(), started, ReasonLifecycleTransition+" to "+tier, job.Inputs, added, res.BytesRead, res.BytesWritten)
 	if !reported {
 		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
 		return res, err

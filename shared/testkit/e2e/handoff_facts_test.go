@@ -286,3 +286,34 @@ func TestHandoffFailsClosedWhenCCSUnreachable(t *testing.T) {
 		return nil
 	})
 }
+
+// Facts a kind does not depend on waste no work: a retention change while
+// a compaction merges, and a transition policy change between its report
+// and the handoff, still end in its cutover.
+func TestUnrelatedFactsChangesWasteNoWork(t *testing.T) {
+	env := cxStart(t, localenv.Options{NoDelivery: true})
+	cxSetup(t, env, "c1", 4)
+	_, body := cxTask(t, env, "c1")
+	g := guard.All()
+	cxRegisterCompaction(env, app.CompactionOptions{Guards: &g, Objects: withHook(func() {
+		changeFacts(t, env, "c1", func(f *contract.CollectionFacts) { f.Lifecycle.RetentionMs = time.Hour.Milliseconds() })
+	})})
+	cxRegisterHandoff(env, app.HandoffOptions{Guards: &g})
+	if failed, _ := cxInvoke(t, env, resources.FnCompaction, body); len(failed) > 0 {
+		t.Fatal("compaction failed")
+	}
+	bodies := cxReceive(t, env, resources.QueueHandoff)
+	if len(bodies) != 1 {
+		t.Fatalf("%d completions: a retention change during the merge made the compaction stale", len(bodies))
+	}
+	f := changeFacts(t, env, "c1", func(f *contract.CollectionFacts) {
+		f.Lifecycle.TransitionAfterMs, f.Lifecycle.TransitionToTier = (30 * day).Milliseconds(), contract.TierWarm
+	})
+	if failed, _ := cxInvoke(t, env, resources.FnHandoff, bodies...); len(failed) > 0 {
+		t.Fatal("handoff failed")
+	}
+	if cuts := cxCutovers(cxLineage(t, env, "c1")); len(cuts) != 1 || cxMetric(env, "StaleFactsDropped") != 0 {
+		t.Fatalf("%d cutovers, StaleFactsDropped %v, after unrelated facts changes (now v%d)", len(cuts), cxMetric(env, "StaleFactsDropped"), f.FactsVersion)
+	}
+	cxVerify(t, env, "c1")
+}

@@ -22,7 +22,7 @@ import (
 // metrics.Namespace namespace (dimension Function, plus Reason on GCDeferred).
 var CoordinatorMetrics = []string{
 	"HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed",
-	"TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost",
+	"TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "StaleFactsDropped", "HandoffFactsUnavailable", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost",
 	"ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused",
 }
 
@@ -190,6 +190,7 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		graph("Function concurrent executions", conc),
 		coordGraph("Heads observed / events absorbed", "HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed"),
 		coordGraph("Tasks: enqueued, stale, rejected, cutovers, leases lost", "TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost"),
+		coordGraph("Handoff: dropped on changed CCS facts; CCS facts unreadable (nothing handed off)", "StaleFactsDropped", "HandoffFactsUnavailable"),
 	)
 	dash.AddWidgets(
 		coordGraph("GC: deleted, deferred (by Reason), refused", "ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused"),

@@ -23,6 +23,16 @@
 //     means accepted; the head still at the base means resubmit (the
 //     publisher is idempotent by request id); anything else is stale. The
 //     handoff never blindly retries and never cleans up.
+//   - A task is also stale when CCS facts it depends on changed: right
+//     before every cutover submission (resubmissions included) and every
+//     release intent, the current facts are read and their digest for the
+//     task kind (contract.FactsDigest) compared with the completion's. A
+//     mismatch drops the result (stale_facts): a transition under a policy
+//     that no longer asks for it, a rewrite of a tombstoned collection, or a
+//     release of a tombstone that is no longer the one cleaned up would
+//     each act on facts the task was not planned for. Facts that cannot be
+//     read hand off nothing (fail closed) and the completion is retried: an
+//     owner that cannot be asked is never assumed to agree.
 //   - Outputs of a dropped result are left for GC's never-committed reclaim.
 //   - A release intent is requested only when the cleanup reports every
 //     dependency confirmed, with a deterministic intent id.

@@ -257,14 +257,20 @@ func (e env) leases(ctx context.Context) (int, error) {
 		return code, e.printJSON(map[string]any{"as_of": s.AsOf, "leases": all})
 	}
 	fmt.Fprintf(e.out, "as_of %s\n", s.AsOf.Format(time.RFC3339))
+	done := 0
 	for _, c := range s.Collections {
 		if c.Current.LeasesError != "" {
 			fmt.Fprintf(e.out, "%s: leases unreadable: %s\n", c.Name, c.Current.LeasesError)
 		}
 		for _, r := range c.Current.Leases {
+			if r.Done {
+				done++
+				continue
+			}
 			fmt.Fprintf(e.out, "%-26s %s epoch %d holder %s\n    %s\n", r.Class, r.Lease.TaskID, r.Lease.LeaseEpoch, r.Lease.Holder, r.Detail)
 		}
 	}
+	fmt.Fprintf(e.out, "(%d leases of finished tasks not listed; -json lists every lease)\n", done)
 	return code, nil
 }
 

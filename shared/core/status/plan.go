@@ -84,6 +84,7 @@ func PlanFor(s Snapshot, cfg observe.Config) Plan {
 			p.Intents = append(p.Intents, Intent{Kind: IntentEnqueue, Collection: c.Name, Task: &t, Reason: d.Reason})
 		}
 	}
+	p.Intents = dedupe(p.Intents)
 	for _, q := range s.Queues {
 		if n := q.DLQ.Visible + q.DLQ.InFlight; n > 0 {
 			p.Intents = append(p.Intents, Intent{Kind: IntentInspectDLQ, Class: q.Class,
@@ -156,4 +157,23 @@ func Releases(s Snapshot) (release []lease.Report, keep []lease.Report) {
 		}
 	}
 	return release, keep
+}
+
+// dedupe merges enqueue intents of one task identity (the observer's
+// re-derived task and the reconciliation's can be the same task): one
+// intent, both reasons.
+func dedupe(in []Intent) []Intent {
+	out := in[:0]
+	at := map[string]int{}
+	for _, it := range in {
+		if it.Kind == IntentEnqueue {
+			if i, ok := at[it.Task.TaskID]; ok {
+				out[i].Reason += "; " + it.Reason
+				continue
+			}
+			at[it.Task.TaskID] = len(out)
+		}
+		out = append(out, it)
+	}
+	return out
 }

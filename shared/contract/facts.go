@@ -16,6 +16,8 @@ const (
 	FactRetention          = "lifecycle.retention_ms"
 	FactTransitionAfter    = "lifecycle.transition_after_ms"
 	FactTransitionToTier   = "lifecycle.transition_to_tier"
+	// FactVersion is facts_version itself: any change counts.
+	FactVersion = "facts_version"
 )
 
 // factsDependencies is, per task kind, the CCS facts its result depends on:
@@ -29,16 +31,19 @@ const (
 //     compacted).
 //   - lifecycle_transition selected its objects and target tier from the
 //     transition policy (age, tier, on/off) and requires a live collection.
-//   - tombstone_cleanup ends in a release intent of one tombstone: the
-//     collection must still be tombstoned, with the same tombstone (its
-//     reservation horizon identifies it: a newer tombstone has a newer one).
+//   - tombstone_cleanup ends in a release intent of one tombstone, which is
+//     irreversible: the collection must still be tombstoned with the same
+//     tombstone. CCS exposes no tombstone identity of its own (an un-drop
+//     and a new drop may even keep the horizon), so any facts change counts:
+//     facts_version must be unchanged. A needless drop costs one more
+//     cleanup run, which finds everything already gone.
 //   - gc and retention_reclaim judge deletions by lifecycle retention and
 //     the tombstone.
 //   - orphan_reclaim depends on the tombstone only.
 var factsDependencies = map[TaskKind][]string{
 	KindCompaction:          {FactTombstoned},
 	KindLifecycleTransition: {FactTombstoned, FactTransitionAfter, FactTransitionToTier},
-	KindTombstoneCleanup:    {FactTombstoned, FactReservationHorizon},
+	KindTombstoneCleanup:    {FactTombstoned, FactReservationHorizon, FactVersion},
 	KindGC:                  {FactTombstoned, FactRetention},
 	KindRetentionReclaim:    {FactTombstoned, FactRetention},
 	KindOrphanReclaim:       {FactTombstoned},
@@ -64,6 +69,8 @@ func factValue(f CollectionFacts, name string) string {
 			return "off"
 		}
 		return strconv.FormatInt(f.Lifecycle.TransitionAfterMs, 10)
+	case FactVersion:
+		return strconv.FormatUint(f.FactsVersion, 10)
 	case FactTransitionToTier:
 		if _, on := f.Lifecycle.TransitionCutoff(0); !on {
 			return "off"

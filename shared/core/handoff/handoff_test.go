@@ -315,7 +315,8 @@ func TestFactsCheckedPerKind(t *testing.T) {
 		{"transition, other tier", contract.KindLifecycleTransition, planned, tier, true},
 		{"transition, switched off", contract.KindLifecycleTransition, planned, off, true},
 		{"transition, tombstoned", contract.KindLifecycleTransition, planned, dropped, true},
-		{"cleanup, retention changed", contract.KindTombstoneCleanup, tomb, retention, false},
+		{"cleanup, retention changed (a release is irreversible: any change counts)", contract.KindTombstoneCleanup, tomb, retention, true},
+		{"cleanup, re-dropped with the same horizon", contract.KindTombstoneCleanup, tomb, func(f contract.CollectionFacts) contract.CollectionFacts { return f }, true},
 		{"cleanup, un-dropped", contract.KindTombstoneCleanup, tomb, undropped, true},
 		{"cleanup, newer tombstone", contract.KindTombstoneCleanup, tomb, newer, true},
 	} {

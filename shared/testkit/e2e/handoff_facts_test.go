@@ -188,12 +188,19 @@ func (c *intentCalls) count() int {
 // for the tombstone the cleanup did not run under; a new cleanup follows
 // the current tombstone.
 func TestHandoffNoReleaseWhenTombstoneChanged(t *testing.T) {
+	undrop := func(f *contract.CollectionFacts, _ int64) { f.Tombstoned = false }
+	redrop := func(f *contract.CollectionFacts, _ int64) { f.Tombstoned = true }
 	for _, change := range []struct {
-		name string
-		fn   func(f *contract.CollectionFacts, now int64)
+		name  string
+		steps []func(f *contract.CollectionFacts, now int64)
 	}{
-		{"undropped", func(f *contract.CollectionFacts, _ int64) { f.Tombstoned, f.ReservationHorizonUnixMs = false, 0 }},
-		{"newer_tombstone", func(f *contract.CollectionFacts, now int64) { f.Tombstoned, f.ReservationHorizonUnixMs = true, now }},
+		{"undropped", []func(*contract.CollectionFacts, int64){undrop}},
+		{"newer_tombstone", []func(*contract.CollectionFacts, int64){func(f *contract.CollectionFacts, now int64) {
+			f.Tombstoned, f.ReservationHorizonUnixMs = true, now
+		}}},
+		// Un-dropped and dropped again, CCS keeping the horizon: only
+		// facts_version tells the tombstones apart.
+		{"redropped_same_horizon", []func(*contract.CollectionFacts, int64){undrop, redrop}},
 	} {
 		t.Run(change.name, func(t *testing.T) {
 			bothWays(t, withoutHandoffFacts, func(t *testing.T, g guard.Set) []string {
@@ -219,7 +226,9 @@ func TestHandoffNoReleaseWhenTombstoneChanged(t *testing.T) {
 				}
 				e.clk.Advance(time.Minute)
 				now := e.clk.Now().UnixMilli()
-				changeFacts(t, e.Env, "c1", func(f *contract.CollectionFacts) { change.fn(f, now) })
+				for _, step := range change.steps {
+					changeFacts(t, e.Env, "c1", func(f *contract.CollectionFacts) { step(f, now) })
+				}
 				cxRegisterHandoff(e.Env, app.HandoffOptions{Guards: &g})
 				if failed, _ := cxInvoke(t, e.Env, resources.FnHandoff, bodies...); len(failed) > 0 {
 					t.Fatal("handoff failed")

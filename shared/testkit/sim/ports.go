@@ -166,7 +166,8 @@ func collectionOf(key string) (string, bool) {
 // kind's result depends on (written apart from contract.FactsDigest): why
 // planned and cur differ in them, "" when they do not. A rewrite needs a
 // live collection and, for a transition, the same transition policy; a
-// release needs the same tombstone (still tombstoned, same horizon).
+// release needs the same tombstone: still tombstoned, same horizon, and no
+// facts change at all (CCS names no tombstone identity).
 func factsDrift(kind contract.TaskKind, planned, cur contract.CollectionFacts) string {
 	if planned.Tombstoned != cur.Tombstoned {
 		return fmt.Sprintf("tombstoned %v -> %v", planned.Tombstoned, cur.Tombstoned)
@@ -182,6 +183,9 @@ func factsDrift(kind contract.TaskKind, planned, cur contract.CollectionFacts) s
 	case contract.KindTombstoneCleanup:
 		if planned.ReservationHorizonUnixMs != cur.ReservationHorizonUnixMs {
 			return fmt.Sprintf("tombstone replaced (horizon %d -> %d)", planned.ReservationHorizonUnixMs, cur.ReservationHorizonUnixMs)
+		}
+		if planned.FactsVersion != cur.FactsVersion {
+			return fmt.Sprintf("facts v%d -> v%d (a release is irreversible: any change counts)", planned.FactsVersion, cur.FactsVersion)
 		}
 	}
 	return ""

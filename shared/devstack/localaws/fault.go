@@ -43,6 +43,10 @@ type Fault struct {
 	Match func(r *http.Request, body []byte) bool
 	Times int // how many matching requests suffer the fault; 0 means 1
 	Mode  FaultMode
+	// Internal: strike the uncounted clients too (the stand-in owners and
+	// fixtures use them, e.g. the stand-in publisher's head CAS); by
+	// default only the product's own requests are struck.
+	Internal bool
 }
 
 // faults is the list of armed faults of a stack.
@@ -92,13 +96,13 @@ func (s *Stack) InjectFault(f Fault) FaultHandle {
 
 // take returns the armed fault matching this request (consuming one of its
 // strikes), or nil. The request body is read and restored for Match.
-func (f *faults) take(service, op string, r *http.Request) *armedFault {
+func (f *faults) take(service, op string, r *http.Request, internal bool) *armedFault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var body []byte
 	read := false
 	for _, af := range f.armed {
-		if af.left <= 0 || af.Service != service || af.Operation != op {
+		if af.left <= 0 || af.Service != service || af.Operation != op || internal && !af.Internal {
 			continue
 		}
 		if af.Match != nil {

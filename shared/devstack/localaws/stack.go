@@ -187,14 +187,12 @@ func (s *Stack) route(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serve passes r to next unless an injected fault matches it (only
-// requests of the product, never the stack's own internal ones).
+// serve passes r to next unless an injected fault matches it (the
+// stack's uncounted internal requests only when the fault asks for them).
 func (s *Stack) serve(w http.ResponseWriter, r *http.Request, service, op string, next func(http.ResponseWriter, *http.Request)) {
-	if r.Header.Get(internalHeader) == "" {
-		if af := s.faults.take(service, op, r); af != nil {
-			s.serveFaulted(w, r, service, op, af, next)
-			return
-		}
+	if af := s.faults.take(service, op, r, r.Header.Get(internalHeader) != ""); af != nil {
+		s.serveFaulted(w, r, service, op, af, next)
+		return
 	}
 	next(w, r)
 }

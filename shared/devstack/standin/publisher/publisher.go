@@ -41,6 +41,11 @@ type Options struct {
 	// (default and upper bound contract.MaxInlineChange); a larger change
 	// goes to change parts. Tests lower it to exercise change parts.
 	MaxInlineChange int
+	// TrustRefusal takes a 412 on the head CAS as "somebody else won"
+	// without re-reading the head: the bug a retried, applied CAS exposes
+	// (one append committed twice, an applied cutover answered conflict).
+	// Mutation proofs only.
+	TrustRefusal bool
 }
 
 // Publisher is the stand-in Manifest Publisher.
@@ -231,18 +236,24 @@ func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (con
 	case err == nil:
 		p.log.Info("head committed", "collection", root.Collection, "version", root.Version, "origin", root.Origin.Kind)
 		return head, nil
-	case errors.Is(err, store.ErrPreconditionFailed):
+	case errors.Is(err, store.ErrPreconditionFailed) && p.opts.TrustRefusal:
+		// The mutation rule 6 and 13 exist against: a 412 taken at its word.
 		return head, fmt.Errorf("cas head of %s from v%d: %w", root.Collection, base.Head.Version, ErrConflict)
-	case errors.Is(err, store.ErrAmbiguous):
-		// Outcome unknown: the head says what happened.
+	case errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, store.ErrAmbiguous):
+		// A 412 may be the SDK's retry of our own applied CAS whose answer
+		// was lost (rules 6 and 13), and an ambiguous answer says nothing:
+		// the head says what happened. It names our root (its key carries
+		// the root's checksum, unique to this commit) only if our write
+		// is the one that landed.
 		now, rerr := p.Read(ctx, root.Collection)
 		if rerr != nil {
-			return head, fmt.Errorf("cas head of %s ambiguous and re-read failed: %w", root.Collection, errors.Join(err, rerr))
+			return head, fmt.Errorf("cas head of %s: outcome unknown and re-read failed: %w", root.Collection, errors.Join(err, rerr))
 		}
 		if now.Head.ManifestChecksum == head.ManifestChecksum {
+			p.log.Info("head committed (own write recognised)", "collection", root.Collection, "version", root.Version, "origin", root.Origin.Kind)
 			return head, nil
 		}
-		return head, fmt.Errorf("cas head of %s from v%d (ambiguous, head is v%d): %w", root.Collection, base.Head.Version, now.Head.Version, ErrConflict)
+		return head, fmt.Errorf("cas head of %s from v%d (head is v%d): %w", root.Collection, base.Head.Version, now.Head.Version, ErrConflict)
 	default:
 		return head, fmt.Errorf("cas head of %s: %w", root.Collection, err)
 	}

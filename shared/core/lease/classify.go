@@ -2,7 +2,6 @@ package lease
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -91,7 +90,7 @@ func Classify(st State, ev Evidence, now time.Time, t Timing) Report {
 	case !l.Kind.Valid() || !contract.ValidCollection(l.Collection) || l.BaseManifestVersion == 0:
 		return set(ClassInvalid, "record has kind %q, collection %q, base v%d", l.Kind, l.Collection, l.BaseManifestVersion)
 	}
-	if want := fmt.Sprintf("%s-%s-v%d-", strings.ReplaceAll(string(l.Kind), "_", ""), l.Collection, l.BaseManifestVersion); !strings.HasPrefix(l.TaskID, want) {
+	if selfScope(l) != nil {
 		return set(ClassIdentityMismatch, "the record fences %s of %s at v%d, its key names task %s", l.Kind, l.Collection, l.BaseManifestVersion, l.TaskID)
 	}
 	expiry := time.UnixMilli(l.LeaseExpiryUnixMs)

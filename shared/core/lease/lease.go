@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -81,6 +82,9 @@ func (l *Leases) Acquire(ctx context.Context, task contract.Task, holder string,
 
 // Extend heartbeats the lease until now+d.
 func (l *Leases) Extend(ctx context.Context, ls contract.Lease, now time.Time, d time.Duration) (contract.Lease, error) {
+	if err := selfScope(ls); err != nil {
+		return ls, err
+	}
 	exp := now.Add(d).UnixMilli()
 	err := l.store.Extend(ctx, ls.TaskID, ls.Holder, ls.LeaseEpoch, exp, l.conditional)
 	switch {
@@ -95,6 +99,9 @@ func (l *Leases) Extend(ctx context.Context, ls contract.Lease, now time.Time, d
 
 // Complete marks the task done while the lease is still ours.
 func (l *Leases) Complete(ctx context.Context, ls contract.Lease, now time.Time) error {
+	if err := selfScope(ls); err != nil {
+		return err
+	}
 	err := l.store.Complete(ctx, ls.TaskID, ls.Holder, ls.LeaseEpoch, now.UnixMilli(), l.conditional)
 	switch {
 	case err == nil:
@@ -119,6 +126,18 @@ func CheckScope(ls contract.Lease, task contract.Task) error {
 		if f.lease != f.used {
 			return &ScopeError{TaskID: ls.TaskID, Field: f.name, Lease: f.lease, Used: f.used}
 		}
+	}
+	return nil
+}
+
+// selfScope returns a *ScopeError when the lease's fence (kind,
+// collection, base version) is not the task its id names: the record a
+// write with it would address is another collection's or another base's
+// task (task ids are "<kind>-<collection>-v<base>-<hash>").
+func selfScope(ls contract.Lease) error {
+	want := fmt.Sprintf("%s-%s-v%d-", strings.ReplaceAll(string(ls.Kind), "_", ""), ls.Collection, ls.BaseManifestVersion)
+	if !strings.HasPrefix(ls.TaskID, want) {
+		return &ScopeError{TaskID: ls.TaskID, Field: "task_id", Lease: ls.TaskID, Used: want + "..."}
 	}
 	return nil
 }

@@ -227,3 +227,32 @@ func TestClassifyHeartbeatBoundary(t *testing.T) {
 		t.Errorf("head unreadable: %+v", got)
 	}
 }
+
+// A lease whose fence names another collection (or base) than the task
+// its id names is refused before any write: ErrScope, not a heartbeat of
+// someone else's record.
+func TestLeaseUsedOutsideItsCollectionIsErrScope(t *testing.T) {
+	ctx := context.Background()
+	l := New(NewMemory(), guard.All())
+	a, err := l.Acquire(ctx, task(), "A", t0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, edit := range []func(*contract.Lease){
+		func(x *contract.Lease) { x.Collection = "c2" },
+		func(x *contract.Lease) { x.BaseManifestVersion++ },
+		func(x *contract.Lease) { x.Kind = contract.KindGC },
+	} {
+		bad := a
+		edit(&bad)
+		if _, err := l.Extend(ctx, bad, t0.Add(time.Second), time.Minute); !errors.Is(err, ErrScope) {
+			t.Errorf("extend %+v: %v, want ErrScope", bad, err)
+		}
+		if err := l.Complete(ctx, bad, t0.Add(time.Second)); !errors.Is(err, ErrScope) {
+			t.Errorf("complete %+v: %v, want ErrScope", bad, err)
+		}
+	}
+	if _, err := l.Extend(ctx, a, t0.Add(time.Second), time.Minute); err != nil {
+		t.Fatalf("the lease itself: %v", err)
+	}
+}

@@ -540,3 +540,91 @@ func TestConfirmLineageAfterHeadRegression(t *testing.T) {
 		t.Fatalf("after the confirmation GC is not refused: %v\n%s", err, out.String())
 	}
 }
+
+// drain receives and deletes every message of the task queues, returning
+// their task ids.
+func drain(t *testing.T, e *testEnv) map[string]bool {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, class := range []string{resources.QueueCompaction, resources.QueueGC} {
+		url := e.Prov.QueueURLs[class]
+		for {
+			r, err := e.Clients.SQS.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Messages) == 0 {
+				break
+			}
+			for _, m := range r.Messages {
+				task, err := contract.DecodeTask("test", []byte(aws.ToString(m.Body)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[task.TaskID] = true
+				if _, err := e.Clients.SQS.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// What bcc plan shows is what the scheduled reconciliation enqueues: the
+// same rule (observe.PlanReconcile) over the same state at the same time.
+func TestPlanIsWhatTheScheduledReconciliationEnqueues(t *testing.T) {
+	e := start(t, localenv.Options{NoDelivery: true, HoldS3Events: true})
+	ctx := e.ctx
+	for _, c := range []string{"c1", "c2", "c3"} {
+		if err := e.Workload.Create(ctx, c, contract.Lifecycle{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 4 { // c1: compaction due
+		if _, err := e.Workload.Append(ctx, "c1", e.Workload.Random()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	observeHead(t, e, "c1") // c1 observed; c2, c3 never
+	observeHead(t, e, "c3")
+	if _, err := e.Workload.Append(ctx, "c3", e.Workload.Random()); err != nil { // c3's head moves past the observed one
+		t.Fatal(err)
+	}
+	before := drain(t, e)
+	e.clk.Advance(2 * time.Hour)
+	out, _, err := e.bcc("plan", "-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p savedPlan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	planned := map[string]bool{}
+	for _, in := range p.Intents {
+		if in.Kind == status.IntentEnqueue {
+			planned[in.Task.TaskID] = true
+		}
+	}
+	sched, _ := json.Marshal(map[string]any{"version": "0", "id": "t", "detail-type": "Scheduled Event", "source": "aws.events",
+		"account": "000000000000", "time": e.clk.Now().Format(time.RFC3339), "region": "us-east-1", "resources": []string{}, "detail": map[string]any{}})
+	if res, err := e.Stack.Invoke(ctx, resources.FnObserver, sched); err != nil {
+		t.Fatalf("reconcile: %s %v", res, err)
+	}
+	after := drain(t, e)
+	t.Logf("planned %v; enqueued by the reconciliation %v (before it: %v)", planned, after, before)
+	if len(planned) < 4 {
+		t.Fatalf("fixture: want tasks for three collections, planned %v", planned)
+	}
+	for id := range after {
+		if !planned[id] {
+			t.Errorf("the reconciliation enqueued %s, which the plan did not show", id)
+		}
+	}
+	for id := range planned {
+		if !after[id] && !before[id] { // FIFO deduplication drops a copy of a task enqueued before
+			t.Errorf("the plan showed %s, which the reconciliation did not enqueue", id)
+		}
+	}
+}

@@ -81,7 +81,10 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *
 	for n, in := range job.Inputs {
 		out := in
 		out.Key, out.Tier = contract.RewriteOutputKey(task.Collection, in.Level, task.TaskID, n), tier
-		if err := e.copyObject(ctx, in, out.Key); err != nil {
+		if err := e.copyObject(ctx, keep, in, out.Key); err != nil {
+			if kerr := keep.Err(); kerr != nil {
+				return res, kerr
+			}
 			return res, err
 		}
 		res.BytesRead = saturatingAdd(res.BytesRead, in.Size)
@@ -110,8 +113,9 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *
 // copyObject streams in's bytes to key (multipart when the store streams,
 // else one buffered Put) and verifies that they hash to in's checksum
 // before the copy becomes visible (a mismatching stream is aborted).
-func (e *Executor) copyObject(ctx context.Context, in contract.ObjectEntry, key string) error {
-	src := io.NewSectionReader(e.objects.ReaderAt(ctx, in.Key, in.Size), 0, in.Size)
+func (e *Executor) copyObject(ctx context.Context, keep *lease.Keeper, in contract.ObjectEntry, key string) error {
+	// A long copy heartbeats while it reads, as a long merge does.
+	src := io.NewSectionReader(beating{ctx: ctx, r: e.objects.ReaderAt(ctx, in.Key, in.Size), keep: keep}, 0, in.Size)
 	sum := sha256.New()
 	verify := func(h hash.Hash) error {
 		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != in.Checksum {

@@ -27,6 +27,12 @@
 //     the lease we asked for, not another holder's (SYSTEM rule 13; guard
 //     own_write). Extend and Complete need no such rule: their conditions
 //     (epoch and holder) still hold for their own applied retry.
+//   - Classify judges a lease record for the operator (healthy, suspect,
+//     terminal contradiction, identity mismatch, not held, invalid,
+//     indeterminate) from the record, the head and the facts at one time,
+//     without reading or writing; only suspect and terminal leases are
+//     releasable, and a release is a write conditioned on exactly the
+//     epoch, holder and expiry that were classified (awsio.LeaseTable.Release).
 //   - Every write is a conditional write in the Store. With the
 //     guard.Set.LeaseCondition guard off (mutation proofs only) the writes
 //     are unconditional, which is exactly the bug the guard exists against.

@@ -107,27 +107,70 @@ type PartRef struct {
 	// root alone (only parts that may hold one are read).
 	MinObjectMaxTsUnixMs int64    `json:"min_object_max_ts_unix_ms"`
 	Tiers                []string `json:"tiers"`
+	// TierMinMaxTsUnixMs, when present, is aligned with Tiers: the minimum
+	// MaxTsUnixMs of the part's objects in that tier. A part mixing old
+	// objects already in the target tier with young ones in another tier
+	// is then not taken for transition-due (its overall minimum belongs to
+	// the target tier). Absent (older roots): judge by the overall minimum.
+	TierMinMaxTsUnixMs []int64 `json:"tier_min_max_ts_unix_ms,omitempty"`
 }
 
 // PartStats computes a part reference's lifecycle fields from its objects.
 func PartStats(objs []ObjectEntry) (minObjectMaxTs int64, tiers []string) {
+	minObjectMaxTs, tiers, _ = PartTierStats(objs)
+	return minObjectMaxTs, tiers
+}
+
+// PartTierStats is PartStats with the minimum max_ts of each tier (aligned
+// with tiers).
+func PartTierStats(objs []ObjectEntry) (minObjectMaxTs int64, tiers []string, tierMin []int64) {
+	mins := map[string]int64{}
 	for i, o := range objs {
 		if i == 0 || o.MaxTsUnixMs < minObjectMaxTs {
 			minObjectMaxTs = o.MaxTsUnixMs
+		}
+		if m, ok := mins[o.Tier]; !ok || o.MaxTsUnixMs < m {
+			mins[o.Tier] = o.MaxTsUnixMs
 		}
 		if !slices.Contains(tiers, o.Tier) {
 			tiers = append(tiers, o.Tier)
 		}
 	}
 	slices.Sort(tiers)
-	return minObjectMaxTs, tiers
+	for _, t := range tiers {
+		tierMin = append(tierMin, mins[t])
+	}
+	return minObjectMaxTs, tiers, tierMin
+}
+
+// OtherTierMinMaxTs is the smallest max_ts of the part's objects in a tier
+// other than tier, as far as the reference tells (found false: every
+// object is in tier). Without per-tier minimums, or with perTier false
+// (the transition_per_tier mutation), it is the part's overall minimum,
+// which a target-tier object may hold.
+func (p PartRef) OtherTierMinMaxTs(tier string, perTier bool) (minMs int64, found bool) {
+	exact := perTier && len(p.TierMinMaxTsUnixMs) == len(p.Tiers)
+	for i, t := range p.Tiers {
+		if t == tier {
+			continue
+		}
+		m := p.MinObjectMaxTsUnixMs
+		if exact {
+			m = p.TierMinMaxTsUnixMs[i]
+		}
+		if !found || m < minMs {
+			minMs, found = m, true
+		}
+	}
+	return minMs, found
 }
 
 // TransitionDue reports whether the part may hold an object due for a
 // lifecycle transition to tier at cutoff: an object in another tier whose
 // maximum timestamp is <= cutoffMs (now - transition_after_ms).
 func (p PartRef) TransitionDue(tier string, cutoffMs int64) bool {
-	return p.MinObjectMaxTsUnixMs <= cutoffMs && slices.ContainsFunc(p.Tiers, func(t string) bool { return t != tier })
+	m, ok := p.OtherTierMinMaxTs(tier, true)
+	return ok && m <= cutoffMs
 }
 
 // TransitionDue reports whether the object is due for a lifecycle
@@ -399,6 +442,8 @@ func (m *Manifest) validate() error {
 			return invalid("part %d overlaps or is out of order with part %d", i, i-1)
 		case !checkTiers(p.Tiers):
 			return invalid("part %d tiers %q are not a non-empty sorted set of hot|warm|cold", i, p.Tiers)
+		case p.TierMinMaxTsUnixMs != nil && (len(p.TierMinMaxTsUnixMs) != len(p.Tiers) || slices.Min(p.TierMinMaxTsUnixMs) != p.MinObjectMaxTsUnixMs):
+			return invalid("part %d tier_min_max_ts_unix_ms %v is not one minimum per tier whose least is min_object_max_ts_unix_ms %d", i, p.TierMinMaxTsUnixMs, p.MinObjectMaxTsUnixMs)
 		}
 		if int64(p.ObjectCount) > math.MaxInt64-count {
 			return invalid("part object counts overflow at part %d", i)
@@ -478,8 +523,12 @@ func DecodePart(ref PartRef, b []byte) (Part, error) {
 	if n != ref.ObjectCount || p.Objects[0].Key != ref.FirstKey || p.Objects[n-1].Key != ref.LastKey {
 		return p, &DecodeError{Doc: "manifest part", Where: ref.Key, Reason: fmt.Sprintf("part holds %d objects [%s, %s], root pins %d [%s, %s]", n, p.Objects[0].Key, p.Objects[n-1].Key, ref.ObjectCount, ref.FirstKey, ref.LastKey), Err: ErrInvalid}
 	}
-	if minTs, tiers := PartStats(p.Objects); minTs != ref.MinObjectMaxTsUnixMs || !slices.Equal(tiers, ref.Tiers) {
+	minTs, tiers, tierMin := PartTierStats(p.Objects)
+	if minTs != ref.MinObjectMaxTsUnixMs || !slices.Equal(tiers, ref.Tiers) {
 		return p, &DecodeError{Doc: "manifest part", Where: ref.Key, Reason: fmt.Sprintf("part objects have min max_ts %d and tiers %q, root pins %d and %q", minTs, tiers, ref.MinObjectMaxTsUnixMs, ref.Tiers), Err: ErrInvalid}
+	}
+	if ref.TierMinMaxTsUnixMs != nil && !slices.Equal(tierMin, ref.TierMinMaxTsUnixMs) {
+		return p, &DecodeError{Doc: "manifest part", Where: ref.Key, Reason: fmt.Sprintf("part objects have per-tier min max_ts %v, root pins %v", tierMin, ref.TierMinMaxTsUnixMs), Err: ErrInvalid}
 	}
 	return p, nil
 }

@@ -17,19 +17,20 @@ type Set struct {
 	OwnWrite              bool // a conditional write refused by our own applied earlier attempt (an SDK retry) is recognised as ours and succeeds
 	DuplicateRederive     bool // a duplicate observation re-derives and re-enqueues its head's tasks (a lost enqueue is made up for)
 	GroupIsolation        bool // an SQS consumer fails only the failing record's message group, never other collections' records of the batch
+	TransitionPerTier     bool // a lifecycle transition is due only when an object of another tier than the target is old enough (per-tier part minimums), so a transition that moves nothing never starves compaction
 }
 
 // All is every guard on: the only production setting.
 func All() Set {
 	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
-		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true, OwnWrite: true, DuplicateRederive: true, GroupIsolation: true}
+		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true, OwnWrite: true, DuplicateRederive: true, GroupIsolation: true, TransitionPerTier: true}
 }
 
 // Names lists the guards in a stable order (for mutation reports).
 func Names() []string {
 	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
 		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression", "handoff_facts",
-		"own_write", "duplicate_rederive", "group_isolation"}
+		"own_write", "duplicate_rederive", "group_isolation", "transition_per_tier"}
 }
 
 // Without returns All() with the named guard off; ok is false for an unknown name.
@@ -69,6 +70,8 @@ func (s Set) Off(name string) (Set, bool) {
 		s.DuplicateRederive = false
 	case "group_isolation":
 		s.GroupIsolation = false
+	case "transition_per_tier":
+		s.TransitionPerTier = false
 	default:
 		return s, false
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -332,7 +331,7 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts, 
 	if !facts.Tombstoned {
 		// Judged at the sweep minute the task will carry (the executor
 		// selects objects at exactly that time).
-		d.TransitionDueAtUnixMs, d.TransitionDue = transitionDue(root, facts.Lifecycle, contract.SweepMinute(now.UnixMilli()))
+		d.TransitionDueAtUnixMs, d.TransitionDue = transitionDue(root, facts.Lifecycle, contract.SweepMinute(now.UnixMilli()), o.guards.TransitionPerTier)
 	}
 	// The change's counts (the change itself may be in parts: never read here).
 	d.GCObjects, d.GCBytes = root.Change.RemovedObjects, root.Change.RemovedBytes
@@ -343,24 +342,31 @@ func (o *Observer) debt(root contract.Manifest, facts contract.CollectionFacts, 
 }
 
 // transitionDue judges the lifecycle tier transition from the root's part
-// references: a part holding another tier than the target is due once its
-// oldest object (minimum max_ts) is transition_after_ms old. A part mixing
-// tiers may look due when only its target-tier objects are old; the
-// executor then finds nothing to move (one part read, no cutover).
+// references: a part holding another tier than the target is due once the
+// oldest object of such a tier (its minimum max_ts) is transition_after_ms
+// old. Parts carry that minimum per tier, so a part mixing old objects
+// already in the target tier with young ones in another is not due (after
+// one transition every part mixes them: judged by the part's overall
+// minimum, every head would look due, every transition would move nothing
+// and, as a due transition takes precedence, compaction would never be
+// scheduled). A root without per-tier minimums is judged by the overall
+// minimum, as is every root with perTier false (the transition_per_tier
+// mutation).
 //
 // Timestamps come from the manifest: a far-future max_ts saturates (it is
 // never due) rather than wrapping into the past, which would schedule a
 // transition that moves nothing every sweep minute.
-func transitionDue(root contract.Manifest, lc contract.Lifecycle, nowMs int64) (dueAt int64, due bool) {
+func transitionDue(root contract.Manifest, lc contract.Lifecycle, nowMs int64, perTier bool) (dueAt int64, due bool) {
 	if _, ok := lc.TransitionCutoff(nowMs); !ok {
 		return 0, false
 	}
 	found := false
 	for _, p := range root.Parts {
-		if !slices.ContainsFunc(p.Tiers, func(t string) bool { return t != lc.TransitionToTier }) {
+		m, ok := p.OtherTierMinMaxTs(lc.TransitionToTier, perTier)
+		if !ok {
 			continue
 		}
-		if at := saturatingAdd(p.MinObjectMaxTsUnixMs, lc.TransitionAfterMs); !found || at < dueAt {
+		if at := saturatingAdd(m, lc.TransitionAfterMs); !found || at < dueAt {
 			dueAt, found = at, true
 		}
 	}

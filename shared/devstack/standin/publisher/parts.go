@@ -122,7 +122,7 @@ func (n *newParts) addChunks(collection string, version uint64, objs []contract.
 		sum := contract.Checksum(body)
 		ref := contract.PartRef{Key: contract.PartKey(collection, version, sum), Checksum: sum, ObjectCount: len(chunk),
 			FirstKey: chunk[0].Key, LastKey: chunk[len(chunk)-1].Key}
-		ref.MinObjectMaxTsUnixMs, ref.Tiers = contract.PartStats(chunk)
+		ref.MinObjectMaxTsUnixMs, ref.Tiers, ref.TierMinMaxTsUnixMs = contract.PartTierStats(chunk)
 		for _, o := range chunk {
 			ref.Bytes += o.Size
 		}

@@ -27,6 +27,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -408,11 +409,19 @@ func (e env) apply(ctx context.Context) (int, error) {
 	if err := dec.Decode(&p); err != nil || p.Fingerprint == "" {
 		return exitError, fmt.Errorf("-plan %s: not a plan made by bcc plan -json: %v", e.o.planFile, err)
 	}
-	e.o.collection = p.Scope
-	s := e.snapshot(ctx, false)
+	// Re-read every source now and judge it at the plan's as_of: the same
+	// facts then give the same intents, byte for byte.
+	judge := e
+	judge.o.collection, judge.now = p.Scope, p.AsOf
+	s := judge.snapshot(ctx, false)
 	if fp := status.Fingerprint(s); fp != p.Fingerprint {
-		return exitError, fmt.Errorf("%w: plan %s at %s, snapshot now %s at %s; run bcc plan again", ErrStalePlan, p.Fingerprint,
-			p.AsOf.Format(time.RFC3339), fp, s.AsOf.Format(time.RFC3339))
+		return exitError, fmt.Errorf("%w: plan %s made at %s, the sources re-read now fingerprint %s; run bcc plan again", ErrStalePlan, p.Fingerprint,
+			p.AsOf.Format(time.RFC3339), fp)
+	}
+	fresh, _ := json.Marshal(status.PlanFor(s, observerConfig(e.cfg)).Intents)
+	filed, _ := json.Marshal(p.Intents)
+	if !bytes.Equal(fresh, filed) {
+		return exitError, fmt.Errorf("%w: -plan %s: its intents are not the plan of its snapshot (edited?); run bcc plan again", ErrStalePlan, e.o.planFile)
 	}
 	if !e.o.confirm {
 		printPlan(e.out, p, "fingerprint still current; dry run: -confirm carries it out")

@@ -402,6 +402,18 @@ func TestPlanApplyAndStaleFingerprint(t *testing.T) {
 	if err := json.Unmarshal(b, &p); err != nil || len(p.Intents) == 0 {
 		t.Fatalf("plan: %v %+v", err, p)
 	}
+	// An edited plan (an intent added, the fingerprint kept) is refused.
+	edited := p
+	extra := contract.NewSweepTask(contract.KindCompaction, "c1", 1, p.Intents[0].Task.BaseManifestChecksum, 1, e.clk.Now().UnixMilli())
+	edited.Intents = append(append([]status.Intent{}, p.Intents...), status.Intent{Kind: status.IntentEnqueue, Collection: "c1", Task: &extra, Reason: "mine"})
+	eb, _ := json.Marshal(edited)
+	editedFile := filepath.Join(dir, "edited.json")
+	if err := os.WriteFile(editedFile, eb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code, err := e.bcc("apply", "-plan", editedFile, "-confirm"); !errors.Is(err, ErrStalePlan) || code != exitError || depth() != before {
+		t.Fatalf("edited plan applied: exit %d %v\n%s", code, err, out)
+	}
 	out, code, err = e.bcc("apply", "-plan", fresh, "-confirm")
 	t.Logf("bcc apply -confirm (exit %d):\n%s", code, out)
 	if err != nil || code != exitOK {

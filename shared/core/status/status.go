@@ -62,7 +62,8 @@ type Ports struct {
 	Preview func(ctx context.Context, collection string) (observe.Result, observe.Observed, error)
 	// GC is gc.PlanSweep over read-only ports.
 	GC func(ctx context.Context, collection string, now time.Time) (gc.Plan, error)
-	// Leases lists the lease records of a collection.
+	// Leases lists the lease records of a collection ("": of every
+	// collection).
 	Leases func(ctx context.Context, collection string) ([]lease.State, error)
 	// Queue reads a queue's counts by class: the queue's and its DLQ's.
 	Queue func(ctx context.Context, class string) (main, dlq QueueCounts, err error)
@@ -180,14 +181,29 @@ func Collect(ctx context.Context, p Ports, o Options, asOf time.Time) Snapshot {
 		}
 	}
 	timing := lease.Timing{Duration: o.Policy.LeaseDuration.D(), Heartbeat: o.Policy.LeaseHeartbeat.D(), ClockSkew: o.Policy.ClockSkew.D()}
+	// One listing of every lease for more than one collection (a Scan per
+	// collection would read the table once per collection).
+	leasesOf := func(ctx context.Context, c string) ([]lease.State, error) { return p.Leases(ctx, c) }
+	if len(names) > 1 {
+		all, err := p.Leases(ctx, "")
+		byColl := map[string][]lease.State{}
+		for _, st := range all {
+			byColl[st.Lease.Collection] = append(byColl[st.Lease.Collection], st)
+		}
+		leasesOf = func(context.Context, string) ([]lease.State, error) { return nil, err }
+		if err == nil {
+			leasesOf = func(_ context.Context, c string) ([]lease.State, error) { return byColl[c], nil }
+		}
+	}
 	for _, n := range names {
-		s.Collections = append(s.Collections, collect(ctx, p, o, n, asOf, timing))
+		s.Collections = append(s.Collections, collect(ctx, p, o, n, asOf, timing, leasesOf))
 	}
 	s.State, s.Reasons = judgeFleet(s)
 	return s
 }
 
-func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Time, timing lease.Timing) Collection {
+func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Time, timing lease.Timing,
+	leasesOf func(context.Context, string) ([]lease.State, error)) Collection {
 	c := Collection{Name: name, Current: Current{Leases: []lease.Report{}}}
 	c.Desired.Paused = o.Policy.PausedCollections.Contains(name)
 	f, err := p.Facts.Facts(ctx, name)
@@ -236,7 +252,7 @@ func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Tim
 	if f := c.Desired.Facts; f != nil {
 		ev.Tombstoned = f.Tombstoned
 	}
-	if ls, err := p.Leases(ctx, name); err != nil {
+	if ls, err := leasesOf(ctx, name); err != nil {
 		c.Current.LeasesError = err.Error()
 	} else {
 		for _, st := range ls {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -154,6 +155,8 @@ type Options struct {
 	Policy      policy.Policy
 	// SkipQueues leaves the fleet's queues out (per-collection commands).
 	SkipQueues bool
+	// Parallel bounds the collections read at once (default 8).
+	Parallel int
 }
 
 // Collect reads every source and judges the snapshot at asOf.
@@ -195,9 +198,24 @@ func Collect(ctx context.Context, p Ports, o Options, asOf time.Time) Snapshot {
 			leasesOf = func(_ context.Context, c string) ([]lease.State, error) { return byColl[c], nil }
 		}
 	}
-	for _, n := range names {
-		s.Collections = append(s.Collections, collect(ctx, p, o, n, asOf, timing, leasesOf))
+	// Collections are read concurrently (bounded): each one's reads are
+	// independent, and a fleet of thousands read one by one takes minutes.
+	s.Collections = make([]Collection, len(names))
+	par := o.Parallel
+	if par <= 0 {
+		par = 8
 	}
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s.Collections[i] = collect(ctx, p, o, n, asOf, timing, leasesOf)
+		}()
+	}
+	wg.Wait()
 	s.State, s.Reasons = judgeFleet(s)
 	return s
 }

@@ -66,6 +66,11 @@ func (w *World) deliver(i int, keep bool) {
 		return err
 	})
 	w.logf("  observe %s (notification %d): %s crashed=%v err=%v", n.key, n.seq, compactJSON(resp.Results), crashed, err)
+	if !crashed && err == nil {
+		for _, r := range resp.Results {
+			w.checkObservation(r)
+		}
+	}
 	if (crashed || err != nil) && !keep {
 		w.count("notify-failed")
 		if w.rng.IntN(3) > 0 { // async retry; otherwise lost
@@ -120,8 +125,21 @@ func (w *World) consume(class string) bool {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
 			Body: aws.ToString(m.Body), Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:" + def.Name, AWSRegion: "us-east-1"})
 	}
+	// During one owner's outage for one collection, handoff batches run
+	// without other faults: then only that collection's records may fail
+	// (invariant isolation, rule 9).
+	outage := class == resources.QueueHandoff && w.ownerDown != ""
+	if outage {
+		groups := map[string]bool{}
+		for _, r := range ev.Records {
+			groups[r.Attributes["MessageGroupId"]] = true
+		}
+		if len(groups) > 1 && groups[w.ownerDown] {
+			w.count("outage-batch-mixed")
+		}
+	}
 	var resp events.SQSEventResponse
-	crashed, err := w.invoke(def.Consumer, true, class, func(r fnRun) error {
+	crashed, err := w.invoke(def.Consumer, !outage, class, func(r fnRun) error {
 		var err error
 		resp, err = w.consumer(class, ev.Records[0].Attributes["MessageGroupId"], r).Handle(r.ctx, ev)
 		return err
@@ -145,7 +163,83 @@ func (w *World) consume(class string) bool {
 		})
 	}
 	w.logf("  %s batch %v: crashed=%v err=%v failed=%d acked=%d", class, ids, crashed, err, len(resp.BatchItemFailures), acked)
+	if outage && !crashed && err == nil {
+		group := map[string]string{}
+		for _, rec := range ev.Records {
+			group[rec.MessageId] = rec.Attributes["MessageGroupId"]
+		}
+		for _, f := range resp.BatchItemFailures {
+			if g := group[f.ItemIdentifier]; g != w.ownerDown {
+				w.violate("isolation", "the publisher is down for %s only, but a handoff record of %s failed in the same batch (its receives are used up towards the DLQ)", w.ownerDown, g)
+				break
+			}
+		}
+	}
 	return true
+}
+
+// checkObservation judges one successful observation from outside.
+//
+// lost-enqueue: a duplicate observation (the state already records this
+// head) that enqueued nothing while the recorded state has compaction due
+// and no task for the head is queued or leased: the work waits for
+// reconciliation (the state was written, its enqueue lost).
+//
+// transition-nothing: the observer scheduled a lifecycle transition for a
+// head none of whose objects in another tier than the target is old
+// enough, even on the fastest clock: the transition moves nothing (and,
+// taking precedence, keeps compaction from being scheduled).
+func (w *World) checkObservation(r handler.ObservedHead) {
+	col := w.cols[r.Collection]
+	if col == nil {
+		return
+	}
+	if r.Outcome == "duplicate" && len(r.Tasks) == 0 {
+		var st observe.Observed
+		w.system(func() { st, _ = w.state.Get(w.ctx, r.Collection) })
+		if st.Version == r.Version && st.Debt.CompactionDue && !st.Debt.TombstoneActive && !w.taskFor(st) {
+			w.violate("lost-enqueue", "%s v%d: compaction is due, the duplicate observation enqueued nothing and no task for the head is queued or leased", r.Collection, r.Version)
+		}
+	}
+	if !slices.Contains(r.Tasks, string(contract.KindLifecycleTransition)) {
+		return
+	}
+	var ver *version
+	for _, v := range col.versions {
+		if v.v == r.Version {
+			ver = v
+		}
+	}
+	lc := w.ccs.facts[r.Collection].Lifecycle
+	cutoff, ok := lc.TransitionCutoff(contract.SweepMinute(w.t + w.pol.ClockSkew.D().Milliseconds()))
+	if ver == nil || !ok {
+		return
+	}
+	for _, o := range ver.objects {
+		if o.TransitionDue(lc.TransitionToTier, cutoff) {
+			return
+		}
+	}
+	w.violate("transition-nothing", "%s v%d: a lifecycle transition to %s was scheduled, but no object in another tier has max_ts <= %d: it moves nothing", r.Collection, r.Version, lc.TransitionToTier, cutoff)
+}
+
+// taskFor reports whether a compaction or transition task for st's head is
+// queued (or in flight) or has a lease record.
+func (w *World) taskFor(st observe.Observed) bool {
+	for _, m := range w.sqs.Messages(w.urls[resources.QueueCompaction]) {
+		if t, err := contract.DecodeTask(m.ID, m.Body); err == nil && t.Collection == st.Collection && t.BaseManifestVersion == st.Version {
+			return true
+		}
+	}
+	for _, t := range []contract.Task{
+		contract.NewTask(contract.KindCompaction, st.Collection, st.Version, st.Checksum, st.FactsVersion, st.ObservedAtUnixMs),
+		contract.NewSweepTask(contract.KindLifecycleTransition, st.Collection, st.Version, st.Checksum, st.FactsVersion, st.ObservedAtUnixMs),
+	} {
+		if _, ok := decodeLeaseItem(w.ddb.Item(w.def.Table.Name, leaseKey(t.TaskID))); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // sqsHandler is an SQS-triggered function's handler.
@@ -682,7 +776,38 @@ func (w *World) stepActions() []action {
 		{6, "reconcile", w.reconcile},
 		{10, "consume-compaction", func() { w.consume(resources.QueueCompaction) }},
 		{8, "consume-gc", func() { w.consume(resources.QueueGC) }},
-		{10, "consume-handoff", func() { w.consume(resources.QueueHandoff) }},
+		{10, "consume-handoff", func() {
+			if w.ownerDown == "" { // during an outage completions gather (outage-handoff)
+				w.consume(resources.QueueHandoff)
+			}
+		}},
+		{4, "outage-handoff", func() {
+			// During an outage: let the failed records come back (their
+			// visibility timeout passes) and take a batch, which then
+			// mixes the down collection with others when they have
+			// completions waiting.
+			if w.ownerDown == "" {
+				return
+			}
+			for range 3 {
+				w.consume(resources.QueueCompaction)
+			}
+			if t := w.sqs.NextVisible(w.urls[resources.QueueHandoff]).UnixMilli(); t > w.t {
+				w.advance(time.Duration(t-w.t) * time.Millisecond)
+			}
+			w.consume(resources.QueueHandoff)
+		}},
+		{2, "owner-outage", func() {
+			switch {
+			case w.ownerDown != "":
+				w.logf("  the publisher is reachable again for %s", w.ownerDown)
+				w.ownerDown = ""
+			case len(live) > 0:
+				w.ownerDown = w.pick(live)
+				w.count("owner-outage")
+				w.logf("  the publisher is unreachable for %s", w.ownerDown)
+			}
+		}},
 		{2, "duplicate-message", func() {
 			class := w.pick([]string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff})
 			if n := w.sqs.Len(w.urls[class]); n > 0 {
@@ -862,6 +987,7 @@ func (w *World) run() {
 // delivered, reconciliation runs and every queue drains.
 func (w *World) quiesce() {
 	w.quiet = true
+	w.ownerDown = ""
 	w.logf("quiescent phase: faults stop")
 	for _, c := range w.colNames {
 		w.operatorConfirms(c) // the head_regression alarm has been answered

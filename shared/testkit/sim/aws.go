@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -162,6 +163,16 @@ type checkedLeases struct {
 
 func (c checkedLeases) Acquire(ctx context.Context, task contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error) {
 	got, err := c.l.Acquire(ctx, task, holder, now, d)
+	if errors.Is(err, lease.ErrHeld) {
+		// Invariant own-write (rule 13): a worker is never told that the
+		// lease it just wrote (this very acquire, applied and retried by
+		// the SDK) is somebody else's; it would drop the task unrun.
+		it, ok := decodeLeaseItem(c.w.ddb.Item(c.w.def.Table.Name, leaseKey(task.TaskID)))
+		if ok && !it.done && it.holder == holder && it.acquired == now.UnixMilli() && it.expiry == now.Add(d).UnixMilli() {
+			c.w.violate("own-write", "%s was told the lease of %s is held by another holder, but the table holds its own acquire (epoch %d): the task is dropped unrun",
+				holder, task.TaskID, it.epoch)
+		}
+	}
 	if err == nil {
 		if got.Holder != holder {
 			c.w.violate("lease-exclusive", "%s acquired the lease of %s, but the lease it got is %s's (epoch %d until %d)",

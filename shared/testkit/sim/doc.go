@@ -31,7 +31,8 @@
 // corrupt or missing watermark, readers holding versions, other writers'
 // uploads, clock skew between functions (bounded by the policy's
 // ClockSkew), CCS facts changes and tombstones (also while a completion
-// waits for the handoff), and tombstones replaced by newer ones.
+// waits for the handoff), tombstones replaced by newer ones, and outages of
+// the publisher for one collection while handoff batches mix collections.
 //
 // Invariants: pinned-delete (a), stale-cutover / delete-gain (b), readable
 // (c), release-dependencies (d), converged (e), foreign-delete, plus
@@ -40,6 +41,12 @@
 // stays findable from the head: no leaked committed object) and
 // stale-facts (no cutover is submitted, and no release intent recorded,
 // under CCS facts its task kind depends on other than those it was planned
-// under; judged by the sim's own reading of the dependencies). Checks read
+// under; judged by the sim's own reading of the dependencies), own-write
+// (a worker is never told its own applied acquire is another holder's),
+// lost-enqueue (a duplicate observation of a head with compaction due
+// leaves a task for it queued or leased), isolation (during one
+// collection's owner outage no other collection's record of a handoff
+// batch fails) and transition-nothing (no lifecycle transition is
+// scheduled for a head with nothing to move). Checks read
 // the in-memory stores directly, never through a faulted call.
 package sim

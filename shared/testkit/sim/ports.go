@@ -124,13 +124,17 @@ func (p pubPort) Cutover(ctx context.Context, req contract.CutoverRequest) (cont
 		w.requests[req.RequestID] = req
 	}
 	w.judgeFacts(req)
+	if req.Collection == w.ownerDown {
+		return contract.CutoverAnswer{}, fmt.Errorf("cutover %s: publisher unreachable for %s (connection refused): %w", req.RequestID, req.Collection, store.ErrAmbiguous)
+	}
 	f := w.fault("publisher-cutover", req.Collection, true)
-	if f == FaultNone && w.faultRate > 0 && !w.quiet && w.rng.Float64() < 0.3 {
+	calm := w.top() != nil && !w.top().faults // an invocation run without faults (an outage's handoff batch)
+	if f == FaultNone && w.faultRate > 0 && !w.quiet && !calm && w.rng.Float64() < 0.3 {
 		// The owner is a remote endpoint: timeouts are its common fault.
 		f = []Fault{FaultAmbiguousLost, FaultAmbiguousDone}[w.rng.IntN(2)]
 	}
 	switch {
-	case w.slowPub && (!w.quiet || w.round == 0) || f == FaultAmbiguousLost && w.rng.IntN(2) == 0:
+	case w.slowPub && !calm && (!w.quiet || w.round == 0) || f == FaultAmbiguousLost && w.rng.IntN(2) == 0:
 		// The publisher queued the request; the answer is lost and the
 		// request is applied later (or refused once past its not_after).
 		// It checked the outputs on arrival; it does not check them again.

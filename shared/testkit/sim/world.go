@@ -181,7 +181,12 @@ type World struct {
 	uploadN int
 	queued  []contract.CutoverRequest // cutovers the publisher received but has not applied yet
 	slowPub bool                      // this seed's publisher queues every cutover and applies it late
-	round   int                       // the quiescent phase's round (-1: the faulty phase)
+	// ownerDown: the collection the publisher is unreachable for (an
+	// outage of one owner for one collection; "" none). While it lasts,
+	// handoff batches run without other faults and invariant isolation
+	// holds: no other collection's record fails.
+	ownerDown string
+	round     int // the quiescent phase's round (-1: the faulty phase)
 
 	stack  []*invocation
 	invSeq int
@@ -202,7 +207,7 @@ var FaultKinds = []string{
 	"cutover-timeout-before", "cutover-timeout-after",
 	"notify-duplicated", "notify-dropped", "notify-reordered", "notify-failed",
 	"sqs-duplicated", "sqs-redelivered", "sqs-dlq", "sqs-dedup-collapsed",
-	"concurrent-append", "lease-expiry-mid-task", "takeover", "nested-action",
+	"concurrent-append", "lease-expiry-mid-task", "takeover", "nested-action", "owner-outage", "outage-batch-mixed",
 	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
 	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "tombstone-replaced", "facts-changed", "facts-change-in-flight",
 	"foreign-upload", "foreign-commit-late", "cutover-queued", "cutover-applied-late", "cutover-expired-late",

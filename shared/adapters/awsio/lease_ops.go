@@ -57,7 +57,8 @@ func ListLeases(ctx context.Context, api DynamoScanAPI, table, collection string
 // task). It is refused with store.ErrConditionFailed, and the record as it
 // is now, when the stored epoch, holder or expiry is no longer l's (a
 // heartbeat, a completion or another holder moved it since the plan) or
-// the task is done.
+// the task is done. A refusal by this very release (applied, its answer
+// lost, retried by the SDK) is recognised as success (lease.OwnRelease).
 func (t *LeaseTable) Release(ctx context.Context, l contract.Lease, by string, nowMs int64) (lease.State, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(t.table), Key: leaseKey(l.TaskID),
@@ -75,7 +76,11 @@ func (t *LeaseTable) Release(ctx context.Context, l contract.Lease, by string, n
 	if err != nil {
 		var ccf *ddb.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
-			return decodeLease(l.TaskID, ccf.Item), fmt.Errorf("release lease %s epoch %d: %w", l.TaskID, l.LeaseEpoch, store.ErrConditionFailed)
+			cur := decodeLease(l.TaskID, ccf.Item)
+			if lease.OwnRelease(cur, l, by, nowMs) {
+				return cur, nil // our own release, applied and retried by the SDK
+			}
+			return cur, fmt.Errorf("release lease %s epoch %d: %w", l.TaskID, l.LeaseEpoch, store.ErrConditionFailed)
 		}
 		return lease.State{}, translate("release lease", l.TaskID, err, true)
 	}

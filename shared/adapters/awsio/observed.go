@@ -110,6 +110,15 @@ func (t *ObservedTable) Revert(ctx context.Context, st, prev observe.Observed) e
 		_, err = t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.table), Item: encodeObserved(prev),
 			ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: vals})
 	}
+	var ccf *ddb.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		// Refused: the item no longer holds st. If it holds prev (or is
+		// gone when prev was nothing), this is our own revert, applied and
+		// retried by the SDK after its answer was lost (SYSTEM rule 13).
+		if cur, gerr := t.Get(ctx, st.Collection); gerr == nil && cur.Version == prev.Version && cur.Checksum == prev.Checksum {
+			return nil
+		}
+	}
 	return translate("revert observed state of", st.Collection, err, true)
 }
 

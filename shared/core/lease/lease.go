@@ -59,6 +59,16 @@ func ownAcquire(cur State, want contract.Lease) bool {
 		l.BaseManifestChecksum == want.BaseManifestChecksum
 }
 
+// OwnRelease reports whether cur, the record that refused a release of l
+// by `by` at nowMs (an operator's recover), is that very release: our
+// earlier attempt, applied and then retried by the SDK after its answer
+// was lost (epoch one past l's, holder by, expired and re-acquired-at
+// nowMs). The release then succeeded (SYSTEM rule 13).
+func OwnRelease(cur State, l contract.Lease, by string, nowMs int64) bool {
+	c := cur.Lease
+	return !cur.Done && c.LeaseEpoch == l.LeaseEpoch+1 && c.Holder == by && c.LeaseExpiryUnixMs == nowMs && c.AcquiredAtUnixMs == nowMs
+}
+
 // Acquire takes task's lease for holder until now+d.
 func (l *Leases) Acquire(ctx context.Context, task contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error) {
 	want := contract.Lease{

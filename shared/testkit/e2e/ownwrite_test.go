@@ -2,9 +2,18 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/core/observe"
+	"github.com/searchfabric/bcc/shared/store"
 
 	"github.com/searchfabric/bcc/shared/devstack/localaws"
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
@@ -165,6 +174,65 @@ func TestLostEnqueueIsReenqueuedByTheRetriedEvent(t *testing.T) {
 			}
 			if d := queueDepth(t, env, resources.QueueCompaction); d != tc.depth {
 				t.Fatalf("compaction queue depth %d after the retried event, want %d", d, tc.depth)
+			}
+		})
+	}
+}
+
+// An operator's lease release is applied and its answer lost; the SDK's
+// retry fails its condition (the epoch moved) on our own release, which
+// is recognised: the release reports success, not "the lease moved".
+func TestLeaseReleaseAppliedAnswerLostSucceeds(t *testing.T) {
+	env := start(t, localenv.Options{NoDelivery: true})
+	ctx := context.Background()
+	tbl := awsio.NewLeaseTable(env.Clients.Dynamo, env.Config.Table)
+	now := time.Now()
+	tk := contract.NewTask(contract.KindCompaction, "c1", 3, "sha256:"+strings.Repeat("0", 64), 1, now.UnixMilli())
+	l, err := lease.New(tbl, guard.All()).Acquire(ctx, tk, "worker-A", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := env.Stack.InjectFault(localaws.Fault{Service: "dynamodb", Operation: "UpdateItem", Match: bodyHas("#ep + :one")})
+	got, err := tbl.Release(ctx, l, "recovered-by:op", now.Add(time.Second).UnixMilli())
+	if err != nil || f.Hits() != 1 || got.Lease.LeaseEpoch != l.LeaseEpoch+1 || got.Lease.Holder != "recovered-by:op" {
+		t.Fatalf("release: %+v %v (fault hits %d), want success at epoch %d", got, err, f.Hits(), l.LeaseEpoch+1)
+	}
+	// A release planned on a lease that moved since is still refused.
+	if _, err := tbl.Release(ctx, l, "recovered-by:op", now.Add(2*time.Second).UnixMilli()); !errors.Is(err, store.ErrConditionFailed) {
+		t.Fatalf("stale release: %v, want refused", err)
+	}
+}
+
+// The observer's compensation (revert the advance when the enqueue failed)
+// is applied and its answer lost; the retry is refused by our own revert,
+// which is recognised as done.
+func TestObservedRevertAppliedAnswerLostSucceeds(t *testing.T) {
+	env := start(t, localenv.Options{NoDelivery: true})
+	ctx := context.Background()
+	tbl := awsio.NewObservedTable(env.Clients.Dynamo, env.Config.Table)
+	sum := "sha256:" + strings.Repeat("1", 64)
+	prev := observe.Observed{Collection: "c1", Version: 2, Checksum: sum, ObservedAtUnixMs: 1}
+	st := observe.Observed{Collection: "c1", Version: 3, Checksum: sum, ObservedAtUnixMs: 2}
+	for _, tc := range []struct {
+		name string
+		prev observe.Observed
+		op   string
+	}{{"back_to_prev", prev, "PutItem"}, {"back_to_nothing", observe.Observed{Collection: "c1"}, "DeleteItem"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.prev.Version > 0 {
+				if _, err := tbl.Advance(ctx, tc.prev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := tbl.Advance(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+			f := env.Stack.InjectFault(localaws.Fault{Service: "dynamodb", Operation: tc.op})
+			if err := tbl.Revert(ctx, st, tc.prev); err != nil || f.Hits() != 1 {
+				t.Fatalf("revert: %v (fault hits %d), want success", err, f.Hits())
+			}
+			if cur, _ := tbl.Get(ctx, "c1"); cur.Version != tc.prev.Version {
+				t.Fatalf("state v%d after the revert, want v%d", cur.Version, tc.prev.Version)
 			}
 		})
 	}

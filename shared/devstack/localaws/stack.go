@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/truora/minidyn/server"
 
 	"github.com/searchfabric/bcc/shared/devstack/localaws/sqsd"
@@ -102,7 +101,7 @@ func Start(opts Options) (*Stack, error) {
 	if s.creds == nil {
 		s.creds = TestCredentials
 	}
-	s.s3 = gofakes3.New(s3mem.New(), gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)).Server()
+	s.s3 = gofakes3.New(newReplacingBackend(), gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)).Server()
 	s.sqs = sqsd.New(sqsd.Options{Region: Region, AccountID: AccountID, BaseURL: s.URL})
 	if opts.Upstream != "" {
 		u, err := url.Parse(opts.Upstream)

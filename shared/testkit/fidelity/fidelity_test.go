@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -125,6 +126,46 @@ func put(b backend, bk, key, body string, mod func(*s3.PutObjectInput)) (string,
 		return "", err
 	}
 	return aws.ToString(out.ETag), nil
+}
+
+// S3: an overwrite replaces the object's metadata, checksums included: a
+// reader validating response checksums (the SDK's default) reads what was
+// written last whatever checksum (or none) each writer sent. The
+// publisher rewrites a head with no checksum after one written with one.
+func TestS3OverwriteReplacesTheChecksum(t *testing.T) {
+	each(t, func(t *testing.T, b backend) {
+		bk := bucket(t, b)
+		get := func() string {
+			t.Helper()
+			out, err := b.c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bk), Key: aws.String("k"), ChecksumMode: s3types.ChecksumModeEnabled})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Body.Close()
+			got, err := io.ReadAll(out.Body)
+			if err != nil {
+				t.Fatalf("read back: %v", err)
+			}
+			return string(got)
+		}
+		for _, w := range []struct {
+			body string
+			alg  s3types.ChecksumAlgorithm
+		}{{"v1 crc32", s3types.ChecksumAlgorithmCrc32}, {"v2 none", ""}, {"v3 sha256", s3types.ChecksumAlgorithmSha256}, {"v4 crc32", s3types.ChecksumAlgorithmCrc32}} {
+			in := &s3.PutObjectInput{Bucket: aws.String(bk), Key: aws.String("k"), Body: strings.NewReader(w.body), ChecksumAlgorithm: w.alg}
+			noneUnlessAsked := func(o *s3.Options) {
+				if w.alg == "" {
+					o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+				}
+			}
+			if _, err := b.c.S3.PutObject(ctx, in, noneUnlessAsked); err != nil {
+				t.Fatalf("put %q: %v", w.body, err)
+			}
+			if got := get(); got != w.body {
+				t.Fatalf("read %q after writing %q", got, w.body)
+			}
+		}
+	})
 }
 
 // S3: If-None-Match "*" creates only (a second create answers 412).

@@ -24,7 +24,15 @@ var CoordinatorMetrics = []string{
 	"HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed",
 	"TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "StaleFactsDropped", "HandoffFactsUnavailable", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost",
 	"ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused",
+	"CollectionsReconciled", "ReconcileFailures", "ReconcileRequestsSent",
 }
+
+// ReconcileFailureAlarmPeriods: reconciliation of some collection failed
+// in this many consecutive 5-minute periods (every scheduled pass retries
+// it; a passing failure clears itself). Alarmed apart from head
+// notification failures (ObserveFailures, the observer-failures queue):
+// a collection that reconciliation cannot read gets no GC at all.
+const ReconcileFailureAlarmPeriods = 3
 
 // ObserveLagAlarmThreshold: the observer's p99 lag behind committed heads
 // (EMF duration ObserveLagMs, from a head's commit to its observation)
@@ -101,6 +109,23 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		"GC refused to delete for a collection whose lineage it cannot fully trust (see the Reason dimension and the gc logs); it deletes nothing there until fixed",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String("GCRefused"),
 			DimensionsMap: c.dims(resources.FnGC), Statistic: jsii.String("Sum"), Period: five}), 0)
+
+	reconcileFailures := awscloudwatch.NewAlarm(c.Stack, jsii.String("ReconcileFailuresAlarm"), &awscloudwatch.AlarmProps{
+		AlarmName: jsii.String(p + "-reconcile-failures"),
+		AlarmDescription: jsii.String(fmt.Sprintf("reconciliation of some collection failed in %d consecutive 5-minute periods (unreadable head or manifest, CCS facts unavailable): "+
+			"that collection gets no GC or retried work until fixed; see the observer logs (reconcile request failed) and the reconcile DLQ", ReconcileFailureAlarmPeriods)),
+		Metric:             awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String("ReconcileFailures"), DimensionsMap: c.dims(resources.FnObserver), Statistic: jsii.String("Sum"), Period: five}),
+		Threshold:          jsii.Number(0),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(ReconcileFailureAlarmPeriods),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	if c.AlarmTopic != nil {
+		action := awscloudwatchactions.NewSnsAction(c.AlarmTopic)
+		reconcileFailures.AddAlarmAction(action)
+		reconcileFailures.AddOkAction(action)
+	}
+	alarms = append(alarms, reconcileFailures)
 
 	var errs, dur, throttles, conc []awscloudwatch.IMetric
 	for _, f := range c.Definition.Functions {
@@ -200,6 +225,9 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
 			Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(8), Height: jsii.Number(6),
 		}),
+	)
+	dash.AddWidgets(
+		coordGraph("Reconciliation: collections reconciled, failed; requests fanned out", "CollectionsReconciled", "ReconcileFailures", "ReconcileRequestsSent"),
 	)
 }
 

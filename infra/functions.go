@@ -321,6 +321,7 @@ func (c *Coordinator) envValues(cfg Config) (map[string]*string, error) {
 		resources.QueueCompaction: resources.EnvCompactionQueue,
 		resources.QueueGC:         resources.EnvGCQueue,
 		resources.QueueHandoff:    resources.EnvHandoffQueue,
+		resources.QueueReconcile:  resources.EnvReconcileQueue,
 	}
 	for class, q := range c.Queues {
 		k, ok := queueEnv[class]

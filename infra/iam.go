@@ -104,6 +104,7 @@ func (c *Coordinator) addPolicies(cfg Config) {
 		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("EnqueueTasks", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueCompaction), queueArn(resources.QueueGC)}),
+		stmt("FanOutReconcile", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueReconcile)}),
 	)
 
 	// compaction: reads the head (staleness check before expensive work),

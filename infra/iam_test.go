@@ -139,6 +139,9 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				allow([]string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}, getAtt(s.id(t, "ObserverFailuresQueue"), "Arn"))
 				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueCompaction), queue(resources.QueueGC))
+				// the reconcile fan-out: it sends to and consumes its own queue
+				allow([]string{"sqs:SendMessage"}, queue(resources.QueueReconcile))
+				allow(consume, queue(resources.QueueReconcile))
 			case resources.FnCompaction:
 				allow([]string{"s3:GetObject"}, heads, manifests, data)
 				allow([]string{"s3:PutObject", "s3:AbortMultipartUpload"}, rewrites...)

@@ -238,6 +238,7 @@ func TestFunctionEnvironmentIsExactlyTheDefinedVariables(t *testing.T) {
 			resources.EnvCompactionQueue:   ref(s.id(t, "CompactionQueue")),
 			resources.EnvGCQueue:           ref(s.id(t, "GcQueue")),
 			resources.EnvHandoffQueue:      ref(s.id(t, "HandoffQueue")),
+			resources.EnvReconcileQueue:    ref(s.id(t, "ReconcileQueue")),
 			resources.EnvPublisherEndpoint: publisher,
 			resources.EnvCCSEndpoint:       ccs,
 			resources.EnvWatermarkBucket:   wmBucket,

@@ -38,6 +38,7 @@ var documents = map[string]struct {
 	"Watermark":            {"watermark.json", func() validator { return &Watermark{} }},
 	"LineageConfirmation":  {"lineage-confirmation.json", func() validator { return &LineageConfirmation{} }},
 	"ChangePart":           {"manifest-change-part.json", func() validator { return &ChangePart{} }},
+	"ReconcileRequest":     {"reconcile-request.json", func() validator { return &ReconcileRequest{} }},
 }
 
 // extraExamples are further events/ files of a registered type.

@@ -23,6 +23,10 @@ const (
 	QueueCompaction = "compaction"
 	QueueGC         = "gc"
 	QueueHandoff    = "handoff"
+	// QueueReconcile carries reconcile requests to the observer: a
+	// scheduled pass fans out one message per collection (through chunks),
+	// each reconciled on its own.
+	QueueReconcile = "reconcile"
 )
 
 // Environment variables that carry configuration into functions.
@@ -32,6 +36,7 @@ const (
 	EnvCompactionQueue   = "BCC_COMPACTION_QUEUE_URL"
 	EnvGCQueue           = "BCC_GC_QUEUE_URL"
 	EnvHandoffQueue      = "BCC_HANDOFF_QUEUE_URL"
+	EnvReconcileQueue    = "BCC_RECONCILE_QUEUE_URL"
 	EnvPublisherEndpoint = "BCC_PUBLISHER_ENDPOINT"
 	EnvCCSEndpoint       = "BCC_CCS_ENDPOINT"
 	EnvWatermarkBucket   = "BCC_WATERMARK_BUCKET"
@@ -147,7 +152,7 @@ func For(prefix string, p policy.Policy) Definition {
 	t := p.Functions
 	fns := []Function{
 		{Name: FnObserver, Description: "re-reads committed heads, updates debt, enqueues fenced tasks", Timeout: t.ObserverTimeout.D(), MemoryMB: 256,
-			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
+			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvReconcileQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnCompaction, Description: "leases and runs version-fenced compaction", Timeout: t.CompactionTimeout.D(), MemoryMB: 1024,
 			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnGC, Description: "re-checks the delete predicate and deletes in paced batches", Timeout: t.GCTimeout.D(), MemoryMB: 512,
@@ -176,6 +181,10 @@ func For(prefix string, p policy.Policy) Definition {
 			queue(QueueCompaction, FnCompaction, 1),
 			queue(QueueGC, FnGC, 1),
 			queue(QueueHandoff, FnHandoff, awslimit.SQSBatchMaxEntries), // a FIFO event source takes at most 10 per batch
+			// Reconciliation: one message per collection, ten per batch
+			// (each collection's reconcile is a handful of calls), failed
+			// per message group.
+			queue(QueueReconcile, FnObserver, awslimit.SQSBatchMaxEntries),
 		},
 		Functions:         fns,
 		WatermarkKey:      "query-plane/global_safe_ts.json",

@@ -70,6 +70,20 @@ func (q *FIFOQueues) Report(ctx context.Context, c contract.Completion) error {
 	return q.Send(ctx, resources.QueueHandoff, []Message{m})
 }
 
+// SendReconcile sends reconcile requests to the reconcile queue. It
+// implements the observer's ReconcileQueue.
+func (q *FIFOQueues) SendReconcile(ctx context.Context, reqs []contract.ReconcileRequest) error {
+	msgs := make([]Message, len(reqs))
+	for i, r := range reqs {
+		m, err := contract.ReconcileMessage(r)
+		if err != nil {
+			return err
+		}
+		msgs[i] = m
+	}
+	return q.Send(ctx, resources.QueueReconcile, msgs)
+}
+
 // Send sends messages to the queue of class in batches of
 // awslimit.SQSBatchMaxEntries.
 func (q *FIFOQueues) Send(ctx context.Context, class string, msgs []Message) error {

@@ -31,4 +31,11 @@
 //     GC debt is recorded, not enqueued: nothing removed by a commit can be
 //     deleted before the token lifetime and retention window pass, so GC is
 //     scheduled by reconciliation when the debt is due.
+//   - Reconciliation is per collection: a scheduled pass only splits the
+//     catalog into requests (ScheduleReconcile, FanOut: one SendMessageBatch
+//     per step), and each collection is reconciled by its own request
+//     (ReconcileOne), so no invocation's work grows with the fleet and one
+//     slow or broken collection delays nobody else. What reconciliation
+//     enqueues is PlanReconcile, a pure function of the observation, the
+//     recorded state, the configuration and now (dry runs plan the same).
 package observe

@@ -14,53 +14,132 @@ type Catalog interface {
 	Collections(ctx context.Context) ([]string, error)
 }
 
-// ReconcileReport summarises one reconciliation pass.
+// ReconcileQueue sends reconcile requests to the reconcile queue (one
+// message per request; see contract.ReconcileMessage).
+type ReconcileQueue interface {
+	SendReconcile(ctx context.Context, reqs []contract.ReconcileRequest) error
+}
+
+// ReconcileReport summarises reconciliation: of one collection, of one
+// batch of requests, or of a whole (sequential) pass.
 type ReconcileReport struct {
 	Collections int                       `json:"collections"`
 	Advanced    int                       `json:"advanced"`
 	Enqueued    map[contract.TaskKind]int `json:"enqueued"`
 	Failed      map[string]string         `json:"failed,omitempty"` // collection -> reason
+	// Requested counts the reconcile requests sent (a scheduled pass's
+	// chunks, a chunk's per-collection requests).
+	Requested int `json:"requested,omitempty"`
 }
 
-// Reconcile re-derives every collection's schedulable state from its
-// committed head (the durable truth), as after a coordinator restart or a
-// wiped table: it observes each head, re-enqueues compaction that is still
-// due or a lifecycle tier transition that became due (task identities
-// collapse duplicates) and enqueues a GC sweep when GC
-// debt is due, unknown, or not swept for GCSweepInterval. One collection's
-// failure does not stop the others.
+// NewReconcileReport returns an empty report.
+func NewReconcileReport() ReconcileReport {
+	return ReconcileReport{Enqueued: map[contract.TaskKind]int{}, Failed: map[string]string{}}
+}
+
+// Add folds r into rep.
+func (rep *ReconcileReport) Add(r ReconcileReport) {
+	rep.Collections += r.Collections
+	rep.Advanced += r.Advanced
+	rep.Requested += r.Requested
+	for k, n := range r.Enqueued {
+		rep.Enqueued[k] += n
+	}
+	for c, e := range r.Failed {
+		rep.Failed[c] = e
+	}
+}
+
+// ScheduleReconcile is a scheduled pass: it lists the catalog and sends
+// one reconcile request per contract.ReconcileChunkMax collections (ten
+// requests per SendMessageBatch). Each chunk is split by its consumer
+// (FanOut) until every collection has a request of its own, reconciled on
+// its own (ReconcileOne): neither the number of collections nor a slow one
+// bounds what one invocation does.
+func (o *Observer) ScheduleReconcile(ctx context.Context, catalog Catalog, rq ReconcileQueue) (ReconcileReport, error) {
+	rep := NewReconcileReport()
+	cols, err := catalog.Collections(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("list collections: %w", err)
+	}
+	nowMs := o.now().UnixMilli()
+	var reqs []contract.ReconcileRequest
+	for start := 0; start < len(cols); start += contract.ReconcileChunkMax {
+		reqs = append(reqs, contract.NewReconcileRequest(cols[start:min(start+contract.ReconcileChunkMax, len(cols))], nowMs))
+	}
+	if err := rq.SendReconcile(ctx, reqs); err != nil {
+		return rep, fmt.Errorf("send %d reconcile chunks of %d collections: %w", len(reqs), len(cols), err)
+	}
+	rep.Requested = len(reqs)
+	o.metrics.Add("ReconcileRequestsSent", float64(len(reqs)))
+	o.log.Info("reconcile pass scheduled", "collections", len(cols), "chunks", len(reqs))
+	return rep, nil
+}
+
+// FanOutWidth is how many requests one chunk is split into: one
+// SendMessageBatch (awslimit.SQSBatchMaxEntries entries).
+const FanOutWidth = 10
+
+// FanOut splits a chunk into at most FanOutWidth requests of near-equal
+// size (same sweep minute: a chunk delivered twice collapses by
+// deduplication id) and sends them in one call. A chunk of 250 collections
+// reaches single requests in three levels, each invocation of the tree
+// sending one batch, whatever the fleet size.
+func (o *Observer) FanOut(ctx context.Context, rq ReconcileQueue, chunk contract.ReconcileRequest) (ReconcileReport, error) {
+	rep := NewReconcileReport()
+	n := len(chunk.Collections)
+	parts := min(n, FanOutWidth)
+	reqs := make([]contract.ReconcileRequest, 0, parts)
+	for i := range parts {
+		lo, hi := i*n/parts, (i+1)*n/parts
+		reqs = append(reqs, contract.ReconcileRequest{SchemaVersion: contract.SchemaVersion, Collections: chunk.Collections[lo:hi], SweepUnixMs: chunk.SweepUnixMs})
+	}
+	if err := rq.SendReconcile(ctx, reqs); err != nil {
+		return rep, fmt.Errorf("fan out a chunk of %d collections: %w", n, err)
+	}
+	rep.Requested = len(reqs)
+	o.metrics.Add("ReconcileRequestsSent", float64(len(reqs)))
+	return rep, nil
+}
+
+// Reconcile reconciles every collection of the catalog in sequence, in
+// this process. One collection's failure does not stop the others. The
+// function never does this (a scheduled pass fans out); it is for tools and
+// tests over a handful of collections.
 func (o *Observer) Reconcile(ctx context.Context, catalog Catalog) (ReconcileReport, error) {
-	rep := ReconcileReport{Enqueued: map[contract.TaskKind]int{}, Failed: map[string]string{}}
+	rep := NewReconcileReport()
 	cols, err := catalog.Collections(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("list collections: %w", err)
 	}
 	for _, c := range cols {
-		rep.Collections++
-		tasks, advanced, err := o.reconcileOne(ctx, c)
+		r, err := o.ReconcileOne(ctx, c)
 		if err != nil {
+			rep.Collections++
 			rep.Failed[c] = err.Error()
-			o.log.Warn("reconcile collection failed", "collection", c, "err", err)
 			continue
 		}
-		if advanced {
-			rep.Advanced++
-		}
-		for _, t := range tasks {
-			rep.Enqueued[t.Kind]++
-		}
+		rep.Add(r)
 	}
 	return rep, nil
 }
 
-func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contract.Task, bool, error) {
+// ReconcileOne re-derives one collection's schedulable state from its
+// committed head (the durable truth), as after a coordinator restart or a
+// wiped table: it observes the head, then enqueues what PlanReconcile
+// finds due (task identities collapse duplicates).
+func (o *Observer) ReconcileOne(ctx context.Context, collection string) (ReconcileReport, error) {
+	rep := NewReconcileReport()
+	rep.Collections = 1
 	res, err := o.Observe(ctx, collection)
 	if err != nil {
-		return nil, false, err
+		o.metrics.Add("ReconcileFailures", 1)
+		return rep, fmt.Errorf("reconcile %s: %w", collection, err)
 	}
 	cur, err := o.state.Get(ctx, collection)
 	if err != nil {
-		return nil, false, fmt.Errorf("read observed state of %s: %w", collection, err)
+		o.metrics.Add("ReconcileFailures", 1)
+		return rep, fmt.Errorf("reconcile %s: read observed state: %w", collection, err)
 	}
 	var tasks []contract.Task
 	for _, d := range PlanReconcile(o.cfg, cur, res, o.now().UnixMilli()) {
@@ -68,10 +147,18 @@ func (o *Observer) reconcileOne(ctx context.Context, collection string) ([]contr
 	}
 	if len(tasks) > 0 {
 		if err := o.queue.Enqueue(ctx, tasks); err != nil {
-			return nil, false, fmt.Errorf("enqueue reconcile tasks for %s: %w", collection, err)
+			o.metrics.Add("ReconcileFailures", 1)
+			return rep, fmt.Errorf("reconcile %s: enqueue %d tasks: %w", collection, len(tasks), err)
 		}
 	}
-	return append(res.Tasks, tasks...), res.Outcome == OutcomeAdvanced, nil
+	if res.Outcome == OutcomeAdvanced {
+		rep.Advanced = 1
+	}
+	for _, t := range append(res.Tasks, tasks...) {
+		rep.Enqueued[t.Kind]++
+	}
+	o.metrics.Add("CollectionsReconciled", 1)
+	return rep, nil
 }
 
 // Due is one task reconciliation enqueues, and why.

@@ -185,3 +185,42 @@ func (s *Stack) queuesIdle() bool {
 	}
 	return true
 }
+
+// DeliverBatch receives one batch (up to batchSize messages) from queueURL
+// and invokes function fn with it exactly as an event source mapping
+// does: what the handler does not report in batchItemFailures is deleted.
+// ok is false when no message was visible. For environments without
+// delivery (tests that drive each step).
+func (s *Stack) DeliverBatch(ctx context.Context, queueURL, fn string, batchSize int) (resp []byte, ok bool, err error) {
+	client := s.serviceClients(fn).SQS
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(queueURL), MaxNumberOfMessages: int32(batchSize),
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil || len(out.Messages) == 0 {
+		return nil, false, err
+	}
+	name := queueURL[strings.LastIndex(queueURL, "/")+1:]
+	payload, err := json.Marshal(sqsEvent(fmt.Sprintf("arn:aws:sqs:%s:%s:%s", Region, AccountID, name), out.Messages))
+	if err != nil {
+		return nil, true, err
+	}
+	resp, err = s.Invoke(ctx, fn, payload)
+	if err != nil {
+		return resp, true, err
+	}
+	failed, err := batchFailures(resp)
+	if err != nil {
+		return resp, true, err
+	}
+	for _, m := range out.Messages {
+		if failed[aws.ToString(m.MessageId)] {
+			continue
+		}
+		if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			return resp, true, err
+		}
+	}
+	return resp, true, nil
+}

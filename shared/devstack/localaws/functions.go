@@ -35,6 +35,9 @@ type Invocation struct {
 	Payload  []byte
 	Response []byte
 	Err      error
+	// Duration is how long the handler ran; Timeout the function's.
+	Duration time.Duration
+	Timeout  time.Duration
 }
 
 // OnInvoke sets a hook called after every invocation (demo summaries, tests).
@@ -70,9 +73,10 @@ func (s *Stack) Invoke(ctx context.Context, name string, payload []byte) ([]byte
 		AwsRequestID:       fmt.Sprintf("local-%s-%d", name, s.fns.seq.Add(1)),
 		InvokedFunctionArn: FunctionARN(name),
 	}
+	began := time.Now()
 	resp, err := fn.handler.Invoke(lambdacontext.NewContext(ctx, lc), payload)
 	if hook != nil {
-		hook(Invocation{Function: name, Payload: payload, Response: resp, Err: err})
+		hook(Invocation{Function: name, Payload: payload, Response: resp, Err: err, Duration: time.Since(began), Timeout: fn.timeout})
 	}
 	return resp, err
 }

@@ -242,3 +242,28 @@ func (e *Env) Settle(ctx context.Context, timeout time.Duration) error {
 	defer cancel()
 	return e.Stack.Wait(ctx)
 }
+
+// Reconcile runs one scheduled reconciliation pass to its end, for
+// environments without delivery: the scheduled event (the observer fans
+// the catalog out to the reconcile queue), then every reconcile request,
+// delivered to the observer as the queue's event source mapping would.
+// Requests that fail return after their visibility timeout and are not
+// waited for. It returns the observer's responses, the scheduled one first.
+func (e *Env) Reconcile(ctx context.Context) ([][]byte, error) {
+	out, err := e.Stack.Invoke(ctx, resources.FnObserver, []byte(`{"source":"aws.events","detail-type":"Scheduled Event"}`))
+	if err != nil {
+		return [][]byte{out}, fmt.Errorf("scheduled reconciliation: %w", err)
+	}
+	resps := [][]byte{out}
+	q, _ := e.Prov.Def.Queue(resources.QueueReconcile)
+	for {
+		resp, ok, err := e.Stack.DeliverBatch(ctx, e.Prov.QueueURLs[resources.QueueReconcile], resources.FnObserver, q.BatchSize)
+		if !ok {
+			return resps, err
+		}
+		resps = append(resps, resp)
+		if err != nil {
+			return resps, fmt.Errorf("reconcile batch: %w", err)
+		}
+	}
+}

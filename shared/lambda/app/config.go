@@ -42,6 +42,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			resources.QueueCompaction: getenv(resources.EnvCompactionQueue),
 			resources.QueueGC:         getenv(resources.EnvGCQueue),
 			resources.QueueHandoff:    getenv(resources.EnvHandoffQueue),
+			resources.QueueReconcile:  getenv(resources.EnvReconcileQueue),
 		},
 		PublisherEndpoint: strings.TrimSuffix(getenv(resources.EnvPublisherEndpoint), "/"),
 		CCSEndpoint:       strings.TrimSuffix(getenv(resources.EnvCCSEndpoint), "/"),
@@ -84,8 +85,9 @@ func (c Config) Env() map[string]string {
 	return map[string]string{
 		resources.EnvBucket: c.Bucket, resources.EnvTable: c.Table,
 		resources.EnvCompactionQueue: c.QueueURLs[resources.QueueCompaction], resources.EnvGCQueue: c.QueueURLs[resources.QueueGC],
-		resources.EnvHandoffQueue: c.QueueURLs[resources.QueueHandoff], resources.EnvPublisherEndpoint: c.PublisherEndpoint,
-		resources.EnvCCSEndpoint: c.CCSEndpoint, resources.EnvWatermarkBucket: c.WatermarkBucket, resources.EnvWatermarkKey: c.WatermarkKey,
+		resources.EnvHandoffQueue: c.QueueURLs[resources.QueueHandoff], resources.EnvReconcileQueue: c.QueueURLs[resources.QueueReconcile],
+		resources.EnvPublisherEndpoint: c.PublisherEndpoint,
+		resources.EnvCCSEndpoint:       c.CCSEndpoint, resources.EnvWatermarkBucket: c.WatermarkBucket, resources.EnvWatermarkKey: c.WatermarkKey,
 		resources.EnvAWSEndpoint: c.AWSEndpoint, resources.EnvPolicy: string(pol),
 		resources.EnvOwnerAuth: c.OwnerAuth, resources.EnvOwnerSigning: c.OwnerSigning, resources.EnvDeployment: c.Deployment,
 	}

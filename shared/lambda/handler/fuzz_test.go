@@ -74,7 +74,15 @@ func (m memState) Revert(_ context.Context, st, prev observe.Observed) error {
 	return nil
 }
 
-type recQueue struct{ tasks []contract.Task }
+type recQueue struct {
+	tasks []contract.Task
+	reqs  []contract.ReconcileRequest
+}
+
+func (q *recQueue) SendReconcile(_ context.Context, reqs []contract.ReconcileRequest) error {
+	q.reqs = append(q.reqs, reqs...)
+	return nil
+}
 
 func (q *recQueue) Enqueue(_ context.Context, tasks []contract.Task) error {
 	q.tasks = append(q.tasks, tasks...)
@@ -107,7 +115,7 @@ func observerFixture(t testing.TB) (*handler.Observer, *recQueue) {
 	cfg.CompactionDue = func(contract.Summary) bool { return true }
 	clock := func() time.Time { return now }
 	uc := observe.New(objs, memState{}, q, catalog{}, clock, cfg, metrics.New("observer"), nil)
-	return handler.NewObserver(uc, catalog{}, metrics.New("observer"), io.Discard, clock, quiet), q
+	return handler.NewObserver(uc, catalog{}, q, handler.Batch{Reserve: time.Second, Guards: guard.All()}, metrics.New("observer"), io.Discard, clock, quiet), q
 }
 
 // s3Keys reads the object keys of an S3 event the way a case-sensitive,

@@ -17,25 +17,34 @@ import (
 )
 
 // Observer handles head events (S3 notifications, or S3 "Object Created"
-// events through EventBridge) and scheduled reconciliation.
+// events through EventBridge), the scheduled reconciliation event (which
+// fans out) and batches of the reconcile queue (each collection reconciled
+// on its own).
 type Observer struct {
-	uc      *observe.Observer
-	catalog observe.Catalog
-	metrics *metrics.Recorder
-	out     io.Writer
-	now     func() time.Time
-	log     *slog.Logger
+	uc         *observe.Observer
+	catalog    observe.Catalog
+	reconciles observe.ReconcileQueue
+	batch      Batch
+	metrics    *metrics.Recorder
+	out        io.Writer
+	now        func() time.Time
+	log        *slog.Logger
 }
 
-// NewObserver returns the observer handler.
-func NewObserver(uc *observe.Observer, catalog observe.Catalog, m *metrics.Recorder, out io.Writer, now func() time.Time, log *slog.Logger) *Observer {
-	return &Observer{uc: uc, catalog: catalog, metrics: m, out: out, now: now, log: log}
+// NewObserver returns the observer handler; batch walks the reconcile
+// queue's batches as every consumer walks its own.
+func NewObserver(uc *observe.Observer, catalog observe.Catalog, reconciles observe.ReconcileQueue, batch Batch, m *metrics.Recorder, out io.Writer, now func() time.Time, log *slog.Logger) *Observer {
+	return &Observer{uc: uc, catalog: catalog, reconciles: reconciles, batch: batch, metrics: m, out: out, now: now, log: log}
 }
 
 // ObserverResponse is the invocation's answer (visible in tests and logs).
+// For a reconcile queue batch, BatchItemFailures is the partial batch
+// response the event source mapping reads (ReportBatchItemFailures); the
+// other members are ignored there.
 type ObserverResponse struct {
-	Results   []ObservedHead           `json:"results,omitempty"`
-	Reconcile *observe.ReconcileReport `json:"reconcile,omitempty"`
+	Results           []ObservedHead               `json:"results,omitempty"`
+	Reconcile         *observe.ReconcileReport     `json:"reconcile,omitempty"`
+	BatchItemFailures []events.SQSBatchItemFailure `json:"batchItemFailures,omitempty"`
 }
 
 // ObservedHead summarises one record.
@@ -89,8 +98,17 @@ func (h *Observer) Handle(ctx context.Context, raw json.RawMessage) (ObserverRes
 			return ObserverResponse{}, fmt.Errorf("%w: S3 EventBridge event without detail.object.key: %v", ErrUnrecognisedEvent, err)
 		}
 		return h.handleKeys(ctx, []string{ev.Detail.Object.Key})
+	case len(env.Records) > 0 && env.Records[0].EventSource == "aws:sqs":
+		var ev events.SQSEvent
+		if err := strictjson.Unmarshal(raw, &ev, strictjson.IgnoreUnknown); err != nil {
+			return ObserverResponse{}, fmt.Errorf("decode SQS event: %w", err)
+		}
+		return h.reconcileBatch(ctx, ev)
 	case env.Source == "aws.events" && env.DetailType == "Scheduled Event":
-		rep, err := h.uc.Reconcile(ctx, h.catalog)
+		if h.catalog == nil || h.reconciles == nil {
+			return ObserverResponse{}, errors.New("scheduled reconciliation: no catalog (CCS endpoint) or no reconcile queue configured")
+		}
+		rep, err := h.uc.ScheduleReconcile(ctx, h.catalog, h.reconciles)
 		return ObserverResponse{Reconcile: &rep}, err
 	}
 	return ObserverResponse{}, fmt.Errorf("%w: no S3 records and not a scheduled event", ErrUnrecognisedEvent)

@@ -14,7 +14,6 @@ import (
 	"github.com/searchfabric/bcc/shared/core/handoff"
 	"github.com/searchfabric/bcc/shared/devstack/localaws"
 	"github.com/searchfabric/bcc/shared/guard"
-	"github.com/searchfabric/bcc/shared/resources"
 )
 
 var withoutHeadRegression = mustWithout("head_regression")
@@ -34,7 +33,7 @@ func (e *gcEnv) wipeTable() {
 
 func (e *gcEnv) reconcile() {
 	e.t.Helper()
-	if _, err := e.Stack.Invoke(e.ctx, resources.FnObserver, []byte(`{"source":"aws.events","detail-type":"Scheduled Event"}`)); err != nil {
+	if _, err := e.Reconcile(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
 }

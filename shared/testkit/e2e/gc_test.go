@@ -604,7 +604,7 @@ func TestGCRecoversAllDebtAfterTableLossMidRun(t *testing.T) {
 		e.clk.Advance(time.Hour)
 		e.watermark(e.clk.Now())
 		// The observer has recorded the collection's state in the table.
-		if _, err := e.Stack.Invoke(e.ctx, resources.FnObserver, []byte(`{"source":"aws.events","detail-type":"Scheduled Event"}`)); err != nil {
+		if _, err := e.Reconcile(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 		cd := &crashingDeleter{e: e, n: 2}

@@ -38,18 +38,18 @@ func mergePolicy(mergeFactor int) *policy.Policy {
 }
 
 // queueDepth returns visible + in-flight messages of a queue class.
-func queueDepth(t *testing.T, env *localenv.Env, class string) int {
+func queueDepth(t testing.TB, env *localenv.Env, class string) int {
 	t.Helper()
 	return depth(t, env, env.Prov.QueueURLs[class])
 }
 
 // dlqDepth returns visible + in-flight messages of a class's DLQ.
-func dlqDepth(t *testing.T, env *localenv.Env, class string) int {
+func dlqDepth(t testing.TB, env *localenv.Env, class string) int {
 	t.Helper()
 	return depth(t, env, env.Prov.DLQURLs[class])
 }
 
-func depth(t *testing.T, env *localenv.Env, url string) int {
+func depth(t testing.TB, env *localenv.Env, url string) int {
 	t.Helper()
 	out, err := env.Clients.SQS.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(url),

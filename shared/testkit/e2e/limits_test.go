@@ -14,7 +14,6 @@ import (
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
 	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
 	"github.com/searchfabric/bcc/shared/guard"
-	"github.com/searchfabric/bcc/shared/resources"
 )
 
 // padded returns body with spaces inserted before its last byte: the same
@@ -78,11 +77,11 @@ func TestOversizedDocumentsAreRefused(t *testing.T) {
 				return // the observer reads no part
 			}
 			// The observer: the head is not usable; nothing is enqueued.
-			out, err := e.Stack.Invoke(e.ctx, resources.FnObserver, []byte(`{"source":"aws.events","detail-type":"Scheduled Event"}`))
+			resps, err := e.Reconcile(e.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(out), "larger than its limit") {
+			if out := bytes.Join(resps, nil); !strings.Contains(string(out), "larger than its limit") {
 				t.Fatalf("reconciliation must report the oversized %s: %s", doc, out)
 			}
 			if _, err := lineage.ReadHead(e.ctx, e.Bucket, "c1"); doc == "head" && !errors.Is(err, contract.ErrTooLarge) {

@@ -47,7 +47,7 @@ func (w *World) gcReadPorts() gc.ReadPorts {
 // observerHandler is the observer function.
 func (w *World) observerHandler(r fnRun) *handler.Observer {
 	uc := observe.New(w.bucket, w.state, w.queues, w.ccs, r.now, observe.ConfigFrom(w.pol, w.compactionPolicy().Due), r.m, r.log).WithGuards(w.cfg.Guards)
-	return handler.NewObserver(uc, w.ccs, r.m, r.out, r.now, r.log)
+	return handler.NewObserver(uc, w.ccs, w.queues, handler.Batch{Reserve: w.pol.BatchReserve(), Guards: w.cfg.Guards}, r.m, r.out, r.now, r.log)
 }
 
 // deliver hands the i-th pending head notification to the observer
@@ -79,6 +79,11 @@ func (w *World) deliver(i int, keep bool) {
 	}
 }
 
+// reconcile is the scheduled pass: the observer fans the catalog out to
+// the reconcile queue (chunks, then one request per collection), and the
+// queue's event source mapping delivers them (a crashed or failed batch
+// returns after its visibility timeout and is consumed by a later pass or
+// the drain).
 func (w *World) reconcile() {
 	var resp handler.ObserverResponse
 	crashed, err := w.invoke(resources.FnObserver, true, "", func(r fnRun) error {
@@ -87,6 +92,16 @@ func (w *World) reconcile() {
 		return err
 	})
 	w.logf("  reconcile: %s crashed=%v err=%v", compactJSON(resp.Reconcile), crashed, err)
+	for i := 0; i < 100 && w.consume(resources.QueueReconcile); i++ {
+	}
+}
+
+// reconcileHandler is the observer function as the reconcile queue's
+// event source mapping invokes it.
+type reconcileHandler struct{ h *handler.Observer }
+
+func (r reconcileHandler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return r.h.HandleReconcile(ctx, ev)
 }
 
 // consume is the queue's event source mapping: it receives one batch (up
@@ -253,6 +268,8 @@ func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 	g := w.cfg.Guards
 	batch := handler.Batch{Reserve: w.pol.BatchReserve(), Guards: g}
 	switch class {
+	case resources.QueueReconcile:
+		return reconcileHandler{w.observerHandler(r)}
 	case resources.QueueCompaction:
 		cfg := compact.ExecConfigFrom(w.pol, g)
 		cfg.Writer = segment.WriterOptions{BlockSize: 96}
@@ -1039,7 +1056,7 @@ func (w *World) quiesce() {
 }
 
 func (w *World) drain() {
-	classes := []string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff}
+	classes := []string{resources.QueueReconcile, resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff}
 	for i := 0; i < 200 && len(w.violations) == 0; i++ {
 		progressed := false
 		for _, c := range classes {
@@ -1071,16 +1088,19 @@ func (w *World) drain() {
 
 // checkConverged is invariant (e): once faults stop, all debt converges.
 func (w *World) checkConverged() {
-	for _, class := range []string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff} {
+	for _, class := range []string{resources.QueueReconcile, resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff} {
 		if n := w.sqs.Len(w.urls[class]); n > 0 {
 			w.violate("converged", "%s queue still holds %d messages after the quiescent phase", class, n)
 			return
 		}
 		for _, m := range w.sqs.Messages(w.dlqs[class]) {
 			var err error
-			if class == resources.QueueHandoff {
+			switch class {
+			case resources.QueueHandoff:
 				_, err = contract.DecodeCompletion("dlq", m.Body)
-			} else {
+			case resources.QueueReconcile:
+				_, err = contract.DecodeReconcileRequest("dlq", m.Body)
+			default:
 				_, err = contract.DecodeTask("dlq", m.Body)
 			}
 			if err != nil {

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/devstack/localenv"
+	"github.com/searchfabric/bcc/shared/lambda/handler"
+	"github.com/searchfabric/bcc/shared/resources"
+)
+
+// createMany creates n collections r000..., each with its first head.
+func createMany(t testing.TB, env *localenv.Env, n int) []string {
+	t.Helper()
+	var cols []string
+	for i := range n {
+		c := fmt.Sprintf("r%04d", i)
+		if err := env.Workload.Create(context.Background(), c, contract.Lifecycle{}); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	env.Stack.TakeS3Events()
+	return cols
+}
+
+// Issue 12 item 5: reconciliation fans out. The scheduled invocation only
+// sends chunks (no head is read there); each chunk is split (one batch per
+// invocation) down to one request per collection; each collection is reconciled on its own, so a collection
+// whose head cannot be read fails alone (its record, nobody else's) and
+// every other collection is reconciled in the same pass.
+func TestReconcileFansOutOneRequestPerCollection(t *testing.T) {
+	env := start(t, localenv.Options{HoldS3Events: true, NoDelivery: true})
+	ctx := context.Background()
+	n := contract.ReconcileChunkMax + 10 // two chunks
+	cols := createMany(t, env, n)
+	bad := cols[n/2]
+	if _, err := env.Bucket.Put(ctx, contract.HeadKey(bad), []byte(`{"schema_version":1,"collection":`)); err != nil {
+		t.Fatal(err)
+	}
+
+	before := env.Stack.Counter().Snapshot()
+	out, err := env.Stack.Invoke(ctx, resources.FnObserver, []byte(`{"source":"aws.events","detail-type":"Scheduled Event"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := env.Stack.Counter().Since(before)
+	var sched handler.ObserverResponse
+	if err := json.Unmarshal(out, &sched); err != nil || sched.Reconcile == nil || sched.Reconcile.Requested != 2 {
+		t.Fatalf("the scheduled pass should send 2 chunks: %s (%v)", out, err)
+	}
+	if len(calls) != 1 || calls["sqs:SendMessageBatch"] != 1 {
+		t.Fatalf("the scheduled pass reads nothing and sends one batch: %v", calls)
+	}
+
+	failed := map[string]int{}
+	records, fannedOut := 0, 0
+	for {
+		resp, ok, err := env.Stack.DeliverBatch(ctx, env.Prov.QueueURLs[resources.QueueReconcile], resources.FnObserver, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		var r handler.ObserverResponse
+		if err := json.Unmarshal(resp, &r); err != nil || r.Reconcile == nil {
+			t.Fatalf("batch response %s: %v", resp, err)
+		}
+		records += r.Reconcile.Collections
+		fannedOut += r.Reconcile.Requested
+		for c := range r.Reconcile.Failed {
+			failed[c]++
+		}
+		if len(r.BatchItemFailures) != len(r.Reconcile.Failed) {
+			t.Fatalf("only the failed collection's record is returned: %s", resp)
+		}
+	}
+	if fannedOut < n || records != n {
+		t.Fatalf("fanned out %d requests and reconciled %d collections, want every collection once", fannedOut, records)
+	}
+	if len(failed) != 1 || failed[bad] != 1 {
+		t.Fatalf("only %s should fail: %v", bad, failed)
+	}
+	state := awsio.NewObservedTable(env.Clients.Dynamo, env.Config.Table)
+	for _, c := range cols {
+		st, err := state.Get(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (st.Version == 1) != (c != bad) {
+			t.Fatalf("%s observed at v%d", c, st.Version)
+		}
+	}
+	if !strings.Contains(env.Metrics.String(), `"ReconcileFailures"`) {
+		t.Fatal("a reconcile failure must be counted as ReconcileFailures (alarmed apart from ObserveFailures)")
+	}
+	// The failed record comes back after its visibility timeout: the
+	// collection is retried alone, and lands in the reconcile DLQ after
+	// maxReceiveCount (not the head-notification failure queue).
+	if d := queueDepth(t, env, resources.QueueReconcile); d != 1 {
+		t.Fatalf("reconcile queue holds %d messages, want the failed one", d)
+	}
+}

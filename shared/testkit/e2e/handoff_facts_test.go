@@ -147,7 +147,7 @@ func TestHandoffDropsCompactionOfTombstonedCollection(t *testing.T) {
 			t.Fatalf("StaleFactsDropped %v", cxMetric(env, "StaleFactsDropped"))
 		}
 		// Cleanup takes over: reconciliation enqueues the tombstone cleanup.
-		if _, err := env.Stack.Invoke(context.Background(), resources.FnObserver, []byte(`{"source":"aws.events","detail-type":"Scheduled Event"}`)); err != nil {
+		if _, err := env.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		cleanup := false

@@ -24,7 +24,7 @@ var CoordinatorMetrics = []string{
 	"HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed",
 	"TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "StaleFactsDropped", "HandoffFactsUnavailable", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost",
 	"ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused",
-	"CollectionsReconciled", "ReconcileFailures", "ReconcileRequestsSent",
+	"CollectionsReconciled", "ReconcileFailures", "ReconcileRequestsSent", "ReconcileHeadsUnchanged",
 }
 
 // ReconcileFailureAlarmPeriods: reconciliation of some collection failed
@@ -227,7 +227,7 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		}),
 	)
 	dash.AddWidgets(
-		coordGraph("Reconciliation: collections reconciled, failed; requests fanned out", "CollectionsReconciled", "ReconcileFailures", "ReconcileRequestsSent"),
+		coordGraph("Reconciliation: collections reconciled, failed, unchanged; requests fanned out", "CollectionsReconciled", "ReconcileFailures", "ReconcileHeadsUnchanged", "ReconcileRequestsSent"),
 	)
 }
 

@@ -185,6 +185,13 @@ func (o *Observer) HandleKey(ctx context.Context, key string) (Result, error) {
 
 // Observe re-reads collection's head and records, diffs and schedules it.
 func (o *Observer) Observe(ctx context.Context, collection string) (Result, error) {
+	return o.observe(ctx, collection, false)
+}
+
+// observe is Observe; reconciling says that no head event asked (a
+// reconciliation's look at the head): an unchanged head is then counted
+// as ReconcileHeadsUnchanged, not as an absorbed duplicate event.
+func (o *Observer) observe(ctx context.Context, collection string, reconciling bool) (Result, error) {
 	head, root, err := lineage.HeadRoot(ctx, o.objects, collection)
 	if err != nil {
 		return Result{Collection: collection}, err
@@ -210,7 +217,7 @@ func (o *Observer) Observe(ctx context.Context, collection string) (Result, erro
 		own, prev, res.Previous = true, Observed{}, 0
 		o.metrics.Add("OwnWritesRecognised", 1)
 	case errors.Is(err, store.ErrConditionFailed):
-		return o.absorbed(ctx, res, prev, head, root, facts)
+		return o.absorbed(ctx, res, prev, head, root, facts, reconciling)
 	case err != nil:
 		return res, fmt.Errorf("advance observed state of %s to v%d: %w", collection, head.Version, err)
 	}
@@ -250,7 +257,7 @@ func ownAdvance(cur, st Observed) bool {
 		cur.FactsVersion == st.FactsVersion
 }
 
-func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head, root contract.Manifest, facts contract.CollectionFacts) (Result, error) {
+func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head, root contract.Manifest, facts contract.CollectionFacts, reconciling bool) (Result, error) {
 	if prev.Version > head.Version || prev.Version == head.Version && prev.Checksum != head.ManifestChecksum {
 		// The head just re-read is below (or beside) what was observed: a
 		// head regression (or a race with a newer observation). GC re-reads
@@ -268,7 +275,11 @@ func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head
 			return res, fmt.Errorf("%w: %s v%d observed with checksum %s, head now says %s", ErrBadHead, head.Collection, head.Version, prev.Checksum, head.ManifestChecksum)
 		}
 		res.Outcome = OutcomeDuplicate
-		o.metrics.Add("DuplicateEventsAbsorbed", 1)
+		if reconciling {
+			o.metrics.Add("ReconcileHeadsUnchanged", 1)
+		} else {
+			o.metrics.Add("DuplicateEventsAbsorbed", 1)
+		}
 		if o.guards.DuplicateRederive {
 			tasks := o.rederive(head, root, facts, prev)
 			if len(tasks) > 0 {
@@ -281,7 +292,11 @@ func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head
 		}
 	} else {
 		res.Outcome = OutcomeStale
-		o.metrics.Add("StaleEventsAbsorbed", 1)
+		if reconciling {
+			o.metrics.Add("ReconcileHeadsBehind", 1)
+		} else {
+			o.metrics.Add("StaleEventsAbsorbed", 1)
+		}
 	}
 	o.log.Info("head event absorbed", "collection", head.Collection, "version", head.Version, "observed", prev.Version, "outcome", string(res.Outcome))
 	return res, nil

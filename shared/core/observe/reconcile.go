@@ -27,6 +27,8 @@ type ReconcileReport struct {
 	Advanced    int                       `json:"advanced"`
 	Enqueued    map[contract.TaskKind]int `json:"enqueued"`
 	Failed      map[string]string         `json:"failed,omitempty"` // collection -> reason
+	// Unchanged counts collections whose head was already observed.
+	Unchanged int `json:"unchanged,omitempty"`
 	// Requested counts the reconcile requests sent (a scheduled pass's
 	// chunks, a chunk's per-collection requests).
 	Requested int `json:"requested,omitempty"`
@@ -41,6 +43,7 @@ func NewReconcileReport() ReconcileReport {
 func (rep *ReconcileReport) Add(r ReconcileReport) {
 	rep.Collections += r.Collections
 	rep.Advanced += r.Advanced
+	rep.Unchanged += r.Unchanged
 	rep.Requested += r.Requested
 	for k, n := range r.Enqueued {
 		rep.Enqueued[k] += n
@@ -131,7 +134,7 @@ func (o *Observer) Reconcile(ctx context.Context, catalog Catalog) (ReconcileRep
 func (o *Observer) ReconcileOne(ctx context.Context, collection string) (ReconcileReport, error) {
 	rep := NewReconcileReport()
 	rep.Collections = 1
-	res, err := o.Observe(ctx, collection)
+	res, err := o.observe(ctx, collection, true)
 	if err != nil {
 		o.metrics.Add("ReconcileFailures", 1)
 		return rep, fmt.Errorf("reconcile %s: %w", collection, err)
@@ -151,8 +154,11 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 			return rep, fmt.Errorf("reconcile %s: enqueue %d tasks: %w", collection, len(tasks), err)
 		}
 	}
-	if res.Outcome == OutcomeAdvanced {
+	switch res.Outcome {
+	case OutcomeAdvanced:
 		rep.Advanced = 1
+	case OutcomeDuplicate:
+		rep.Unchanged = 1
 	}
 	for _, t := range append(res.Tasks, tasks...) {
 		rep.Enqueued[t.Kind]++

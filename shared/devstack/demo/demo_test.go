@@ -21,6 +21,23 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 	if !sum.Verified || sum.Metrics["handoff.CutoversAccepted"] == 0 || sum.Metrics["gc.ObjectsDeleted"] == 0 {
 		t.Fatalf("demo did not exercise compaction and GC: %+v\n%s", sum.Metrics, out.String())
 	}
+	// Issue 16 item 7: the header's figures are the metrics' (a
+	// reconciliation's look at an unchanged head is not a duplicate
+	// event), and no duration on the jumping demo clock is listed as a
+	// metric.
+	heads, dups, stale := sum.Totals()
+	if float64(heads) != sum.Metrics["observer.HeadsObserved"] || float64(dups) != sum.Metrics["observer.DuplicateEventsAbsorbed"] ||
+		float64(stale) != sum.Metrics["observer.StaleEventsAbsorbed"] {
+		t.Fatalf("summary says heads %d, duplicates %d, stale %d; metrics %+v", heads, dups, stale, sum.Metrics)
+	}
+	if float64(sum.ReconcileHeadsUnchanged) != sum.Metrics["observer.ReconcileHeadsUnchanged"] || sum.ReconcileHeadsUnchanged == 0 {
+		t.Fatalf("reconciliation looked at %d unchanged heads; metric %v", sum.ReconcileHeadsUnchanged, sum.Metrics["observer.ReconcileHeadsUnchanged"])
+	}
+	for k := range sum.Metrics {
+		if strings.HasSuffix(k, "Ms.max") || strings.HasSuffix(k, "Ms") {
+			t.Fatalf("a duration on the demo's clock is listed as a metric: %s", k)
+		}
+	}
 	if !strings.Contains(out.String(), "verified:") {
 		t.Fatalf("no verification line:\n%s", out.String())
 	}

@@ -25,6 +25,7 @@ var CoordinatorMetrics = []string{
 	"TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "StaleFactsDropped", "HandoffFactsUnavailable", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost",
 	"ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused",
 	"CollectionsReconciled", "ReconcileFailures", "ReconcileRequestsSent", "ReconcileHeadsUnchanged",
+	"OwnWritesRecognised", "TasksReenqueued", "BatchItemFailures", "BatchRecordsDeferred",
 }
 
 // ReconcileFailureAlarmPeriods: reconciliation of some collection failed
@@ -219,6 +220,7 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 	)
 	dash.AddWidgets(
 		coordGraph("GC: deleted, deferred (by Reason), refused", "ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused"),
+		coordGraph("Own writes recognised; tasks re-enqueued by duplicates; batch records failed / not started", "OwnWritesRecognised", "TasksReenqueued", "BatchItemFailures", "BatchRecordsDeferred"),
 		graph("Observer lag behind commits; compaction task wait (ms)", []awscloudwatch.IMetric{
 			lag("observer", "ObserveLagMs", "p99"), lag("observer", "ObserveLagMs", "Maximum"), lag("compaction", "TaskWaitMs", "p99"),
 		}),

@@ -2,6 +2,7 @@ package contract_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,10 +58,22 @@ func TestDecodePartRefusesLifecycleMismatch(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
 	}
-	minTs, tiers := contract.PartStats([]contract.ObjectEntry{
+	minTs, tiers, tierMin := contract.PartTierStats([]contract.ObjectEntry{
 		{Tier: contract.TierWarm, MaxTsUnixMs: 30}, {Tier: contract.TierHot, MaxTsUnixMs: 10}, {Tier: contract.TierWarm, MaxTsUnixMs: 20}})
-	if minTs != 10 || strings.Join(tiers, ",") != "hot,warm" {
-		t.Fatalf("PartStats = %d %q", minTs, tiers)
+	if minTs != 10 || strings.Join(tiers, ",") != "hot,warm" || fmt.Sprint(tierMin) != "[10 20]" {
+		t.Fatalf("PartTierStats = %d %q %v", minTs, tiers, tierMin)
+	}
+	// Per-tier minimums the root pins are checked too (absent: not checked).
+	_, _, pinned := contract.PartTierStats(part.Objects)
+	exact := ref
+	exact.TierMinMaxTsUnixMs = pinned
+	if _, err := contract.DecodePart(exact, body); err != nil {
+		t.Fatalf("matching per-tier ref: %v", err)
+	}
+	wrong := ref
+	wrong.TierMinMaxTsUnixMs = []int64{pinned[0] + 1}
+	if _, err := contract.DecodePart(wrong, body); !errors.Is(err, contract.ErrInvalid) {
+		t.Errorf("per-tier min max_ts: err = %v, want ErrInvalid", err)
 	}
 }
 
@@ -77,6 +90,9 @@ func TestTransitionDueRules(t *testing.T) {
 		{ref, contract.TierCold, 100, true},
 		{ref, contract.TierCold, 99, false}, // every object younger than the cutoff
 		{contract.PartRef{MinObjectMaxTsUnixMs: 1, Tiers: []string{contract.TierCold}}, contract.TierCold, 100, false}, // all in the target tier
+		// per tier: the old object is already cold, the hot ones are young
+		{contract.PartRef{MinObjectMaxTsUnixMs: 100, Tiers: []string{contract.TierCold, contract.TierHot}, TierMinMaxTsUnixMs: []int64{100, 500}}, contract.TierCold, 100, false},
+		{contract.PartRef{MinObjectMaxTsUnixMs: 100, Tiers: []string{contract.TierCold, contract.TierHot}, TierMinMaxTsUnixMs: []int64{100, 500}}, contract.TierCold, 500, true},
 	}
 	for i, c := range cases {
 		if got := c.ref.TransitionDue(c.tier, c.cutoff); got != c.want {

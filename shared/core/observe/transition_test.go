@@ -85,6 +85,20 @@ func part(minMaxTs int64, tiers ...string) contract.PartRef {
 
 const hour = int64(time.Hour / time.Millisecond)
 
+// tierPart is a part reference with per-tier minimum max_ts.
+func tierPart(mins map[string]int64) contract.PartRef {
+	var p contract.PartRef
+	for _, t := range []string{"cold", "hot", "warm"} {
+		if m, ok := mins[t]; ok {
+			p.Tiers, p.TierMinMaxTsUnixMs = append(p.Tiers, t), append(p.TierMinMaxTsUnixMs, m)
+			if len(p.Tiers) == 1 || m < p.MinObjectMaxTsUnixMs {
+				p.MinObjectMaxTsUnixMs = m
+			}
+		}
+	}
+	return p
+}
+
 // The observer enqueues a lifecycle_transition only when the CCS facts
 // have a transition and a part of another tier is old enough; it takes
 // precedence over compaction (one rewrite per base) and never runs for a
@@ -108,6 +122,10 @@ func TestObserverTransitionDueOnlyWhenFactsAndPartsSaySo(t *testing.T) {
 		{"transition before compaction", cold, false, true, []contract.PartRef{part(nowMs-2*hour, "hot")}, []contract.TaskKind{contract.KindLifecycleTransition}},
 		{"compaction alone", cold, false, true, []contract.PartRef{part(nowMs-10*hour, "cold")}, []contract.TaskKind{contract.KindCompaction}},
 		{"tombstoned", cold, true, false, []contract.PartRef{part(nowMs-2*hour, "hot")}, []contract.TaskKind{contract.KindTombstoneCleanup}},
+		// After a transition: old objects already cold beside young hot
+		// ones in one part. Per tier it is not due; compaction runs.
+		{"mixed part: old cold, young hot", cold, false, true, []contract.PartRef{tierPart(map[string]int64{"cold": nowMs - 10*hour, "hot": nowMs - 60_000})}, []contract.TaskKind{contract.KindCompaction}},
+		{"mixed part: old hot", cold, false, true, []contract.PartRef{tierPart(map[string]int64{"cold": nowMs - 10*hour, "hot": nowMs - 2*hour})}, []contract.TaskKind{contract.KindLifecycleTransition}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, q := memObjects{}, &recQueue{}

@@ -24,6 +24,7 @@ var CoordinatorMetrics = []string{
 	"HeadsObserved", "DuplicateEventsAbsorbed", "StaleEventsAbsorbed",
 	"TasksEnqueued", "StaleTasksSkipped", "StaleResultsDropped", "StaleFactsDropped", "HandoffFactsUnavailable", "RejectedDeleteGain", "CutoversAccepted", "LeaseLost",
 	"ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused",
+	"GCBudgetSaturated",
 	"CollectionsReconciled", "ReconcileFailures", "ReconcileRequestsSent", "ReconcileHeadsUnchanged",
 	"OwnWritesRecognised", "TasksReenqueued", "BatchItemFailures", "BatchRecordsDeferred",
 }
@@ -219,7 +220,7 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		coordGraph("Handoff: dropped on changed CCS facts; CCS facts unreadable (nothing handed off)", "StaleFactsDropped", "HandoffFactsUnavailable"),
 	)
 	dash.AddWidgets(
-		coordGraph("GC: deleted, deferred (by Reason), refused", "ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused"),
+		coordGraph("GC: deleted, deferred (by Reason), refused, fleet budget saturated", "ObjectsDeleted", "ManifestsDeleted", "GCDeferred", "GCRefused", "GCBudgetSaturated"),
 		coordGraph("Own writes recognised; tasks re-enqueued by duplicates; batch records failed / not started", "OwnWritesRecognised", "TasksReenqueued", "BatchItemFailures", "BatchRecordsDeferred"),
 		graph("Observer lag behind commits; compaction task wait (ms)", []awscloudwatch.IMetric{
 			lag("observer", "ObserveLagMs", "p99"), lag("observer", "ObserveLagMs", "Maximum"), lag("compaction", "TaskWaitMs", "p99"),

@@ -84,7 +84,8 @@ type GC struct {
 	// BatchSize is the keys of one DeleteObjects call.
 	BatchSize int `json:"batch_size"`
 	// DeletesPerSec paces deletes per collection; GlobalDeletesPerSec all
-	// collections of one worker.
+	// collections of every GC instance together (a token bucket in the
+	// coordinator's table shared by the fleet).
 	DeletesPerSec       float64 `json:"deletes_per_sec"`
 	GlobalDeletesPerSec float64 `json:"global_deletes_per_sec"`
 	// MaxAttempts is the attempts per key before the task fails, with

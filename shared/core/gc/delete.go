@@ -42,8 +42,14 @@ func (e *Executor) deleteProven(ctx context.Context, a *applyRun, keys []string,
 				return done, err
 			}
 		}
+		saturated := e.pacer.fleetWaitCount()
 		if err := e.pacer.Wait(ctx, c, len(pending)); err != nil {
 			return done, err
+		}
+		if n := e.pacer.fleetWaitCount() - saturated; n > 0 {
+			// The fleet-wide budget made this instance wait: the global
+			// delete rate is saturated.
+			e.metrics.Add("GCBudgetSaturated", float64(n))
 		}
 		if attempt == 1 || e.cfg.Guards.FreshProof {
 			eligible, err := e.freshProof(ctx, a, pending, prove)

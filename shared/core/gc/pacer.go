@@ -36,7 +36,26 @@ type Pacer struct {
 	global  bucket
 	per     map[string]*bucket
 	burst   float64
+	fleet   FleetBudget
 	Waited  time.Duration // total time spent waiting (for reports)
+	// FleetWaits counts the waits the fleet budget imposed (budget
+	// saturation across instances).
+	FleetWaits int
+}
+
+// FleetBudget is a delete budget shared by every GC instance of the
+// deployment (a token bucket in the coordinator's table): TakeTokens takes
+// n tokens at now, or takes none and says how long until n may be there.
+type FleetBudget interface {
+	TakeTokens(ctx context.Context, n float64, now time.Time) (wait time.Duration, err error)
+}
+
+// WithFleet makes the pacer also take every delete call's tokens from
+// fleet, after its own buckets granted them: the global rate then holds
+// across instances, not per instance.
+func (p *Pacer) WithFleet(fleet FleetBudget) *Pacer {
+	p.fleet = fleet
+	return p
 }
 
 type bucket struct {
@@ -94,6 +113,19 @@ func (p *Pacer) Wait(ctx context.Context, collection string, n int) error {
 		cb.refill(now, p.burst)
 		p.global.refill(now, p.burst)
 		wait := max(cb.need(want), p.global.need(want))
+		if wait <= 0 && p.fleet != nil {
+			// The local buckets admit the call; the fleet's decides. Asked
+			// under the lock: one instance asks for one call at a time.
+			fw, err := p.fleet.TakeTokens(ctx, want, now)
+			if err != nil {
+				p.mu.Unlock()
+				return err
+			}
+			if fw > 0 {
+				p.FleetWaits++
+			}
+			wait = fw
+		}
 		if wait <= 0 {
 			if cb.rate > 0 {
 				cb.tokens -= want
@@ -110,4 +142,14 @@ func (p *Pacer) Wait(ctx context.Context, collection string, n int) error {
 			return err
 		}
 	}
+}
+
+// fleetWaitCount is FleetWaits (0 for no pacer).
+func (p *Pacer) fleetWaitCount() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.FleetWaits
 }

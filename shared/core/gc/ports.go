@@ -132,6 +132,9 @@ type Ports struct {
 	Deleter     Deleter
 	Sweeps      SweepRecorder  // optional
 	Completions CompletionSink // optional (tombstone cleanup completions)
+	// Budget is the fleet-wide delete budget (optional: without it the
+	// global rate holds per instance only).
+	Budget FleetBudget
 }
 
 // Config tunes GC.

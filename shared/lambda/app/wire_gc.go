@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
@@ -75,15 +77,22 @@ func GCPorts(c Config, cl Clients) gc.Ports {
 		Deleter:     data,
 		Sweeps:      awsio.NewObservedTable(cl.Dynamo, c.Table),
 		Completions: awsio.NewFIFOQueues(cl.SQS, c.QueueURLs),
+		// gc.global_deletes_per_sec holds across every GC instance: one
+		// token bucket in the coordinator's table, one second of burst.
+		Budget: awsio.NewTokenBucket(cl.Dynamo, c.Table, GCDeleteBudget, c.Policy.GC.GlobalDeletesPerSec,
+			max(c.Policy.GC.GlobalDeletesPerSec, float64(c.Policy.GC.BatchSize)), fmt.Sprintf("gc-%016x", rand.Uint64())),
 	}
 }
+
+// GCDeleteBudget names the fleet-wide GC delete budget's item.
+const GCDeleteBudget = "gc-deletes"
 
 // GCExecutor wires the GC use case with the given ports and guards. The
 // pacer's clock is real time: pacing is a wall-clock rate, independent of
 // the business clock rt.Now.
 func GCExecutor(c Config, ports gc.Ports, rt Runtime, m *metrics.Recorder, g guard.Set) *gc.Executor {
 	cfg := gc.ConfigFrom(c.Policy, g)
-	pacer := gc.NewPacer(c.Policy.GC.DeletesPerSec, c.Policy.GC.GlobalDeletesPerSec, cfg.BatchSize, time.Now, gc.SleepContext)
+	pacer := gc.NewPacer(c.Policy.GC.DeletesPerSec, c.Policy.GC.GlobalDeletesPerSec, cfg.BatchSize, time.Now, gc.SleepContext).WithFleet(ports.Budget)
 	return gc.New(ports, cfg, pacer, rt.Now, gc.SleepContext, m, rt.Log)
 }
 

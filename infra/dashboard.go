@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -147,8 +148,8 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 	// Function+Reason for GCDeferred) so new emitters appear without a deploy.
 	search := func(name string) awscloudwatch.IMetric {
 		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String(fmt.Sprintf(`SEARCH('Namespace="%s" %s="%s" MetricName="%s"', 'Sum', 300)`,
-				metrics.Namespace, metrics.DimDeployment, p, name)),
+			Expression: jsii.String(fmt.Sprintf(`SEARCH('Namespace="%s" %s="%s" MetricName="%s"', '%s', 300)`,
+				metrics.Namespace, metrics.DimDeployment, p, name, searchStat(name))),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{},
 			Label:        jsii.String(name),
 			Period:       five,
@@ -229,9 +230,41 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 			Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(8), Height: jsii.Number(6),
 		}),
 	)
+	// One widget per §10 signal (Section10Signals), three per row.
+	var row []awscloudwatch.IWidget
+	for i, sig := range Section10Signals {
+		var ms []awscloudwatch.IMetric
+		for _, q := range c.Definition.Queues {
+			for _, name := range sig.Queue {
+				ms = append(ms, c.Queues[q.Class].Metric(jsii.String(name), &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum"), Label: jsii.String(q.Class + " " + name)}))
+			}
+		}
+		for _, f := range c.Definition.Functions {
+			for _, name := range sig.Lambda {
+				ms = append(ms, c.Functions[f.Name].Metric(jsii.String(name), &awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum"), Label: jsii.String(f.Name + " " + name)}))
+			}
+		}
+		for _, name := range sig.EMF {
+			ms = append(ms, search(name))
+		}
+		row = append(row, graph("§10 "+sig.Name, ms))
+		if len(row) == 3 || i == len(Section10Signals)-1 {
+			dash.AddWidgets(row...)
+			row = nil
+		}
+	}
 	dash.AddWidgets(
 		coordGraph("Reconciliation: collections reconciled, failed, unchanged; requests fanned out", "CollectionsReconciled", "ReconcileFailures", "ReconcileHeadsUnchanged", "ReconcileRequestsSent"),
 	)
+}
+
+// searchStat is the statistic a coordinator metric is shown with: the
+// maximum of a duration (EMF value arrays in ms, named ...Ms), else the sum.
+func searchStat(name string) string {
+	if strings.HasSuffix(name, "Ms") {
+		return "Maximum"
+	}
+	return "Sum"
 }
 
 // dims selects this deployment's series of a function's EMF metric: every

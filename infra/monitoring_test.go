@@ -3,6 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -181,4 +185,71 @@ func TestEveryCoordinatorMetricAndAlarmSelectsItsDeployment(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Issue 16 item 4: every §10 signal (seed 000) has its own widget showing
+// its series, and every coordinator metric a signal names is one the
+// product emits (its name appears in a metrics call under shared/).
+func TestEverySection10SignalHasAWidget(t *testing.T) {
+	emitted := emittedMetrics(t)
+	both(t, func(t *testing.T, s *synth) {
+		widgets := map[string]string{}
+		for _, w := range s.dashboard(t)["widgets"].([]any) {
+			p := w.(map[string]any)["properties"].(map[string]any)
+			title, _ := p["title"].(string)
+			b, _ := json.Marshal(p["metrics"])
+			widgets[title] = string(b)
+		}
+		if len(Section10Signals) != 9 {
+			t.Fatalf("§10 lists 9 signals, the table has %d", len(Section10Signals))
+		}
+		for _, sig := range Section10Signals {
+			got, ok := widgets["§10 "+sig.Name]
+			if !ok {
+				t.Errorf("no widget for §10 signal %q", sig.Name)
+				continue
+			}
+			for _, name := range sig.EMF {
+				if !strings.Contains(got, `MetricName=\"`+name+`\"`) {
+					t.Errorf("widget %q lacks %s", sig.Name, name)
+				}
+				if s == def && !emitted[name] {
+					t.Errorf("signal %q names %s, which no function emits", sig.Name, name)
+				}
+			}
+			for _, name := range append(append([]string{}, sig.Queue...), sig.Lambda...) {
+				if !strings.Contains(got, `"`+name+`"`) {
+					t.Errorf("widget %q lacks %s", sig.Name, name)
+				}
+			}
+			if len(sig.EMF)+len(sig.Queue)+len(sig.Lambda) == 0 {
+				t.Errorf("signal %q shows nothing", sig.Name)
+			}
+		}
+	})
+}
+
+// emittedMetrics are the metric names passed to a metrics call
+// (Add, AddDim, Duration) in the product's sources.
+func emittedMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	re := regexp.MustCompile(`\.(?:Add|AddDim|Duration)\("([A-Za-z]+)"`)
+	out := map[string]bool{}
+	err := filepath.WalkDir("../shared", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			out[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -148,6 +148,11 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 	case err != nil:
 		return Result{}, err
 	}
+	if ls.LeaseEpoch > 1 {
+		// An earlier holder's lease timed out (it crashed or stalled) and
+		// this run took the task over.
+		e.metrics.AddDim("LeaseReassigned", "Kind", string(task.Kind), 1)
+	}
 	keep, err := lease.NewKeeper(e.leases, ls, task, e.now, started, e.cfg.Heartbeat, e.cfg.LeaseDuration)
 	if err != nil {
 		return Result{Lease: ls}, fmt.Errorf("run %s: %w", task.TaskID, err)

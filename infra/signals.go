@@ -1,0 +1,36 @@
+package main
+
+// Signal is one of the coordinator-local observability signals of the
+// architecture note (seed 000, §10). Each gets its own dashboard widget
+// titled "§10 <Name>" showing exactly these series; TestEverySection10
+// SignalHasAWidget holds the dashboard to this table.
+type Signal struct {
+	Name string
+	// EMF are coordinator metrics (namespace BCC) shown, all dimension
+	// sets (SEARCH): Kind and Reason series appear on their own.
+	EMF []string
+	// Queue are SQS metrics of every task queue (by queue class: the
+	// compaction queue carries compaction and lifecycle_transition, the gc
+	// queue gc, retention_reclaim and tombstone_cleanup).
+	Queue []string
+	// Lambda are the functions' AWS/Lambda metrics.
+	Lambda []string
+	// Alarmed names what a person must act on, and where it is alarmed.
+	Alarmed string
+}
+
+// Section10Signals is the §10 list, in its order.
+var Section10Signals = []Signal{
+	{Name: "queue depth by task class", Queue: []string{"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible"},
+		EMF: []string{"TasksEnqueued", "TasksReenqueued"}, Alarmed: "DLQ depth per queue"},
+	{Name: "age of the oldest due item per class", Queue: []string{"ApproximateAgeOfOldestMessage"}, EMF: []string{"TaskWaitMs"},
+		Alarmed: "oldest message age per queue (2x visibility, at least 15 min)"},
+	{Name: "stale-head task invalidation rate", EMF: []string{"StaleTasksSkipped", "StaleResultsDropped", "ExpiredResultsDropped", "StaleFactsDropped"}},
+	{Name: "lease timeout and reassignment rate", EMF: []string{"LeaseLost", "LeaseReassigned", "DuplicateTasksSkipped"}},
+	{Name: "publish conflicts and rebuilds of rewrite tasks", EMF: []string{"CutoversAccepted", "CutoversRejected", "AmbiguousCutovers", "RejectedDeleteGain", "RejectedCoverage"}},
+	{Name: "GC deferrals by gate", EMF: []string{"GCDeferred", "GCRefused"}, Alarmed: "any GC refusal"},
+	{Name: "age of the oldest tombstone waiting for release", EMF: []string{"ReleaseIntentsDeferred", "ReleaseIntentsRecorded", "ReleaseIntentsRejected"}},
+	{Name: "budget saturation and throttling pressure", EMF: []string{"GCBudgetSaturated", "GCDeleteRetries", "BatchRecordsDeferred"}, Lambda: []string{"Throttles"}},
+	{Name: "lag between committed and observed head", EMF: []string{"ObserveLagMs", "HeadBelowObserved", "ReconcileFailures"},
+		Alarmed: "observer p99 lag; reconcile failures; failed head notifications"},
+}

@@ -67,7 +67,7 @@ func statusPorts(cfg app.Config, cl app.Clients, def resources.Definition, asOf 
 	}
 	obs := observe.New(bucket, state, nil, ccs, func() time.Time { return asOf }, observerConfig(cfg), nil, nil)
 	p := status.Ports{
-		Catalog: ccs, Facts: ccs, Heads: lin, Observed: observedOrNone{observed},
+		Catalog: ccs, Facts: ccs, Heads: lin, Observed: observedOrNone{observed, lin},
 		Preview: func(ctx context.Context, c string) (observe.Result, observe.Observed, error) {
 			if observed == nil {
 				return observe.Result{}, observe.Observed{}, fmt.Errorf("no -table: observed state unknown")
@@ -100,11 +100,20 @@ func statusPorts(cfg app.Config, cl app.Clients, def resources.Definition, asOf 
 	return p
 }
 
-type observedOrNone struct{ t *awsio.ObservedTable }
+// observedOrNone reads the observed state of the incarnation the head
+// names (the first when there is no readable head).
+type observedOrNone struct {
+	t   *awsio.ObservedTable
+	lin *lineage.Reader
+}
 
 func (o observedOrNone) Get(ctx context.Context, c string) (observe.Observed, error) {
 	if o.t == nil {
 		return observe.Observed{}, fmt.Errorf("no -table: observed state unknown")
 	}
-	return o.t.Get(ctx, c)
+	inc := uint64(1)
+	if h, err := o.lin.Head(ctx, c); err == nil {
+		inc = h.Inc()
+	}
+	return o.t.Get(ctx, c, inc)
 }

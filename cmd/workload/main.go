@@ -122,10 +122,19 @@ func run(ctx context.Context, args []string, out io.Writer, now func() time.Time
 	gens := map[string]int{}
 	for i := 1; i <= o.collections; i++ {
 		name := fmt.Sprintf("%s%03d", o.name, i)
-		if err := create(name); err != nil {
+		gen := 1
+		err := create(name)
+		for base := name; errors.Is(err, ccs.ErrReserved) && gen < 100; {
+			// Dropped by an earlier run and not released yet: its name is
+			// reserved; write to the next generation's name.
+			gen++
+			name = fmt.Sprintf("%sg%d", base, gen)
+			err = create(name)
+		}
+		if err != nil {
 			return err
 		}
-		live, gens[name] = append(live, name), 1
+		live, gens[name] = append(live, name), gen
 	}
 	var tick <-chan time.Time
 	if o.rate > 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Release intent kinds (CCS vocabulary).
@@ -35,13 +36,42 @@ func (l Lifecycle) TransitionCutoff(nowMs int64) (cutoffMs int64, ok bool) {
 
 // CollectionFacts are the CCS scheduling facts for one collection. FactsVersion
 // increases whenever any fact changes; tasks pin it.
+//
+// Incarnation names the lifetime the facts describe (see Lifetime): a
+// re-created name has a new, larger one. For a tombstoned incarnation CCS
+// also says when it was dropped (the eviction time of everything its
+// lineage references), until when the name stays reserved (release waits
+// for it), the control artifacts (schema, settings: keys under the
+// collection's prefix) the cleanup must delete, and the preconditions of
+// its own that still hold the release. ReleaseIntentRecorded is set once
+// CCS recorded the incarnation's release intent: nothing is scheduled for
+// the incarnation after that, whatever the coordinator remembers.
 type CollectionFacts struct {
 	SchemaVersion            int       `json:"schema_version"`
 	Collection               string    `json:"collection"`
+	Namespace                string    `json:"namespace,omitempty"`
+	Incarnation              uint64    `json:"incarnation,omitempty"`
 	FactsVersion             uint64    `json:"facts_version"`
 	Lifecycle                Lifecycle `json:"lifecycle"`
 	Tombstoned               bool      `json:"tombstoned"`
+	TombstonedAtUnixMs       int64     `json:"tombstoned_at_unix_ms,omitempty"`
 	ReservationHorizonUnixMs int64     `json:"reservation_horizon_unix_ms,omitempty"`
+	ControlArtifacts         []string  `json:"control_artifacts,omitempty"`
+	PendingPreconditions     []string  `json:"pending_preconditions,omitempty"`
+	ReleaseIntentRecorded    bool      `json:"release_intent_recorded,omitempty"`
+}
+
+// EvictedAtUnixMs is when a tombstoned incarnation's objects count as
+// evicted: the drop time, or (CCS that does not say) the reservation
+// horizon; 0: not evicted (nothing may be deleted).
+func (f CollectionFacts) EvictedAtUnixMs() int64 {
+	if !f.Tombstoned {
+		return 0
+	}
+	if f.TombstonedAtUnixMs > 0 {
+		return f.TombstonedAtUnixMs
+	}
+	return f.ReservationHorizonUnixMs
 }
 
 func (f *CollectionFacts) validate() error {
@@ -55,6 +85,18 @@ func (f *CollectionFacts) validate() error {
 		return invalid("lifecycle durations must be >= 0")
 	case f.Lifecycle.TransitionAfterMs > 0 && !ValidTier(f.Lifecycle.TransitionToTier):
 		return invalid("lifecycle transition_to_tier %q is not hot|warm|cold", f.Lifecycle.TransitionToTier)
+	case f.Namespace != "" && !ValidCollection(f.Namespace):
+		return invalid("namespace %q is not a valid namespace name", f.Namespace)
+	case f.TombstonedAtUnixMs < 0 || f.ReservationHorizonUnixMs < 0:
+		return invalid("tombstone times must be >= 0")
+	}
+	for _, k := range f.ControlArtifacts {
+		// A control artifact is the collection's, never its head (the
+		// cleanup deletes the head under its own fence) and never a
+		// manifest or data key (the lineage says what those are).
+		if !strings.HasPrefix(k, CollectionPrefix(f.Collection)) || k == HeadKey(f.Collection) || IsManifestKey(f.Collection, k) || strings.HasPrefix(k, DataPrefix(f.Collection)) || strings.Contains(k, "..") {
+			return invalid("control artifact %q is not a control key of collection %q", k, f.Collection)
+		}
 	}
 	return nil
 }
@@ -71,13 +113,28 @@ func DecodeCollectionFacts(where string, b []byte) (CollectionFacts, error) {
 
 // ReleaseIntentRequest asks CCS to record a reservation release intent. The
 // coordinator sends it only after every cleanup dependency is confirmed.
+//
+// A collection intent names the collection and its incarnation; a namespace
+// intent names the namespace (Collection empty) and its incarnation. The
+// identity is a function of kind, name and incarnation alone: exactly one
+// intent per incarnation, whatever facts version or retry sent it.
 type ReleaseIntentRequest struct {
 	SchemaVersion int      `json:"schema_version"`
 	IntentID      string   `json:"intent_id"`
 	IntentKind    string   `json:"intent_kind"`
-	Collection    string   `json:"collection"`
+	Collection    string   `json:"collection,omitempty"`
+	Namespace     string   `json:"namespace,omitempty"`
+	Incarnation   uint64   `json:"incarnation,omitempty"`
 	FactsVersion  uint64   `json:"facts_version"`
 	Dependencies  []string `json:"dependencies_confirmed"`
+}
+
+// Name is the collection or namespace the intent releases.
+func (r ReleaseIntentRequest) Name() string {
+	if r.IntentKind == NamespaceReleaseIntent {
+		return r.Namespace
+	}
+	return r.Collection
 }
 
 func (r *ReleaseIntentRequest) validate() error {
@@ -87,9 +144,11 @@ func (r *ReleaseIntentRequest) validate() error {
 	switch {
 	case r.IntentKind != CollectionReleaseIntent && r.IntentKind != NamespaceReleaseIntent:
 		return invalid("intent_kind %q is unknown", r.IntentKind)
-	case !ValidCollection(r.Collection):
-		return invalid("collection %q is not a valid collection name", r.Collection)
-	case r.IntentID != ReleaseIntentID(r.IntentKind, r.Collection, r.FactsVersion):
+	case r.IntentKind == CollectionReleaseIntent && (!ValidCollection(r.Collection) || r.Namespace != ""):
+		return invalid("collection %q is not a valid collection name (a collection intent names no namespace)", r.Collection)
+	case r.IntentKind == NamespaceReleaseIntent && (!ValidCollection(r.Namespace) || r.Collection != ""):
+		return invalid("namespace %q is not a valid namespace name (a namespace intent names no collection)", r.Namespace)
+	case r.IntentID != ReleaseIntentID(r.IntentKind, r.Name(), Lifetime(r.Incarnation)):
 		return invalid("intent_id %q is not the identity of its fields", r.IntentID)
 	case len(r.Dependencies) == 0:
 		return invalid("no confirmed dependencies")
@@ -104,9 +163,10 @@ func DecodeReleaseIntentRequest(where string, b []byte) (ReleaseIntentRequest, e
 	return r, err
 }
 
-// ReleaseIntentID is the deterministic intent identity.
-func ReleaseIntentID(kind, collection string, factsVersion uint64) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d", kind, collection, factsVersion)))
+// ReleaseIntentID is the deterministic intent identity of one incarnation
+// of a collection or namespace name.
+func ReleaseIntentID(kind, name string, incarnation uint64) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|incarnation=%d", kind, name, Lifetime(incarnation))))
 	return "intent-" + hex.EncodeToString(h[:16])
 }
 

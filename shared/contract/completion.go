@@ -26,6 +26,32 @@ type Cleanup struct {
 	AlreadyGone      int            `json:"already_gone"`
 	DeferredByReason map[string]int `json:"deferred_by_reason,omitempty"`
 	Complete         bool           `json:"complete"` // every candidate is confirmed gone
+	// Dependencies is the release dependency graph of a tombstone cleanup
+	// (each dependency, its state and evidence); the release intent
+	// confirms exactly these.
+	Dependencies []Dependency `json:"dependencies,omitempty"`
+}
+
+// Dependency states.
+const (
+	DependencyConfirmed = "confirmed"
+	DependencyPending   = "pending"
+)
+
+// Release dependencies of a dropped collection's incarnation.
+const (
+	DepObjects            = "objects"             // every data object of the lineage deleted (404 counts)
+	DepManifests          = "manifests"           // every root, part and change part, then the head
+	DepControlArtifacts   = "control_artifacts"   // the artifacts CCS names for the incarnation
+	DepReservationHorizon = "reservation_horizon" // CCS's reservation horizon has passed
+	DepCCSPreconditions   = "ccs_preconditions"   // CCS-declared preconditions all satisfied
+)
+
+// Dependency is one node of a release's dependency graph.
+type Dependency struct {
+	Name     string `json:"name"`
+	State    string `json:"state"` // confirmed | pending
+	Evidence string `json:"evidence"`
 }
 
 // Completion is the one carrier every executor reports with (the handoff
@@ -35,6 +61,7 @@ type Completion struct {
 	TaskID               string   `json:"task_id"`
 	Kind                 TaskKind `json:"task_kind"`
 	Collection           string   `json:"collection"`
+	Incarnation          uint64   `json:"incarnation,omitempty"`
 	BaseManifestVersion  uint64   `json:"base_manifest_version"`
 	BaseManifestChecksum string   `json:"base_manifest_checksum"`
 	CCSFactsVersion      uint64   `json:"ccs_facts_version"`

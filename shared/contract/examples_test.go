@@ -29,15 +29,15 @@ func examples() map[string]any {
 	partSum := contract.Checksum(partBody)
 	parentSum := contract.Checksum([]byte("root v7"))
 	root := contract.Manifest{SchemaVersion: 1, Collection: "orders", Version: 8, ParentVersion: 7,
-		ParentKey: contract.ManifestKey("orders", 7, parentSum), ParentChecksum: parentSum, CommitTsUnixMs: 1764400095000, NextSeq: 2001,
+		ParentKey: contract.ManifestKey("orders", 1, 7, parentSum), ParentChecksum: parentSum, CommitTsUnixMs: 1764400095000, NextSeq: 2001,
 		Origin: contract.Origin{Kind: contract.OriginAppend},
 		Change: contract.Change{Added: []contract.ObjectEntry{part.Objects[1]}, Removed: []contract.ObjectEntry{}, AddedObjects: 1},
-		Parts: []contract.PartRef{{Key: contract.PartKey("orders", 7, partSum), Checksum: partSum, ObjectCount: 2, Bytes: 96426, FirstKey: part.Objects[0].Key, LastKey: part.Objects[1].Key,
+		Parts: []contract.PartRef{{Key: contract.PartKey("orders", 1, 7, partSum), Checksum: partSum, ObjectCount: 2, Bytes: 96426, FirstKey: part.Objects[0].Key, LastKey: part.Objects[1].Key,
 			MinObjectMaxTsUnixMs: 1764400090000, Tiers: []string{contract.TierHot}}},
 		Summary: contract.Summary{Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24, Levels: []contract.LevelSummary{{Level: 0, Objects: 2, Bytes: 96426, DocCount: 1000, DeleteCount: 24}}}}
 	rootBody, _ := contract.Encode(root)
 	rootSum := contract.Checksum(rootBody)
-	head := contract.Head{SchemaVersion: 1, Collection: "orders", Version: 8, ManifestKey: contract.ManifestKey("orders", 8, rootSum), ManifestChecksum: rootSum, CommittedAtUnixMs: 1764400095000}
+	head := contract.Head{SchemaVersion: 1, Collection: "orders", Version: 8, ManifestKey: contract.ManifestKey("orders", 1, 8, rootSum), ManifestChecksum: rootSum, CommittedAtUnixMs: 1764400095000}
 	task := contract.NewTask(contract.KindCompaction, "orders", 8, rootSum, 3, 1764400096000)
 	out := obj(contract.RewriteOutputKey("orders", 1, task.TaskID, 0), 1)
 	cov := contract.Coverage{Removed: part.Objects, Added: []contract.ObjectEntry{out}}
@@ -47,21 +47,24 @@ func examples() map[string]any {
 	tombstoned.FactsVersion, tombstoned.Tombstoned, tombstoned.ReservationHorizonUnixMs = 4, true, 1764486600000
 	bulk := contract.ChangePart{SchemaVersion: 1, Collection: "orders", Version: 12, Kind: contract.ChangeAdded, Objects: part.Objects}
 	return map[string]any{
-		"manifest-change-part.json":   bulk,
-		"head.json":                   head,
-		"manifest-root.json":          root,
-		"manifest-part.json":          part,
-		"task.json":                   task,
-		"lease.json":                  contract.Lease{TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, LeaseEpoch: 2, LeaseExpiryUnixMs: 1764400216000, Holder: "compaction/2026-11-29/abc", AcquiredAtUnixMs: 1764400096000},
-		"completion-rewrite.json":     contract.Completion{SchemaVersion: 1, TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, CCSFactsVersion: 3, CCSFactsDigest: contract.FactsDigest(task.Kind, facts), LeaseEpoch: 2, Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: 1764400096000, FinishedAtUnixMs: 1764400101000, BytesRead: 96426, BytesWritten: 48213, Coverage: &cov},
-		"completion-cleanup.json":     contract.Completion{SchemaVersion: 1, TaskID: contract.TaskID(contract.KindTombstoneCleanup, "orders", 9, rootSum, 4), Kind: contract.KindTombstoneCleanup, Collection: "orders", BaseManifestVersion: 9, BaseManifestChecksum: rootSum, CCSFactsVersion: 4, CCSFactsDigest: contract.FactsDigest(contract.KindTombstoneCleanup, tombstoned), Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Deleted: []string{out.Key}, AlreadyGone: 1, Complete: true}},
-		"cutover-request.json":        contract.CutoverRequest{SchemaVersion: 1, RequestID: reqID, Collection: "orders", BaseVersion: 8, BaseChecksum: rootSum, NotAfterUnixMs: 1764401896000, Removed: cov.Removed, Added: cov.Added},
-		"cutover-answer.json":         contract.CutoverAnswer{SchemaVersion: 1, RequestID: reqID, Status: contract.CutoverAccepted, CommittedVersion: 9, CommittedChecksum: contract.Checksum([]byte("root v9")), HeadVersion: 9},
-		"ccs-facts.json":              facts,
-		"release-intent-request.json": contract.ReleaseIntentRequest{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 4), IntentKind: contract.CollectionReleaseIntent, Collection: "orders", FactsVersion: 4, Dependencies: []string{"objects", "manifests", "reservation_horizon"}},
-		"release-intent-answer.json":  contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 4), Status: contract.IntentRecorded, RecordedAtUnixMs: 1764400200000},
-		"lineage-confirmation.json":   contract.LineageConfirmation{SchemaVersion: 1, Collection: "orders", HeadVersion: 8, HeadChecksum: rootSum, AbandonedRoots: []string{contract.ManifestKey("orders", 9, contract.Checksum([]byte("root v9"))), contract.ManifestKey("orders", 10, contract.Checksum([]byte("root v10")))}, AbandonedHeadVersion: 10, AbandonedHeadChecksum: contract.Checksum([]byte("root v10")), ConfirmedBy: "ops@example.com", ConfirmedAtUnixMs: 1764400300000, Reason: "restored v8 after a bad bulk load"},
-		"watermark.json":              contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
+		"manifest-change-part.json": bulk,
+		"head.json":                 head,
+		"manifest-root.json":        root,
+		"manifest-part.json":        part,
+		"task.json":                 task,
+		"lease.json":                contract.Lease{TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, LeaseEpoch: 2, LeaseExpiryUnixMs: 1764400216000, Holder: "compaction/2026-11-29/abc", AcquiredAtUnixMs: 1764400096000},
+		"completion-rewrite.json":   contract.Completion{SchemaVersion: 1, TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, CCSFactsVersion: 3, CCSFactsDigest: contract.FactsDigest(task.Kind, facts), LeaseEpoch: 2, Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: 1764400096000, FinishedAtUnixMs: 1764400101000, BytesRead: 96426, BytesWritten: 48213, Coverage: &cov},
+		"completion-cleanup.json":   contract.Completion{SchemaVersion: 1, TaskID: contract.TaskID(contract.KindTombstoneCleanup, "orders", 9, rootSum, 4), Kind: contract.KindTombstoneCleanup, Collection: "orders", BaseManifestVersion: 9, BaseManifestChecksum: rootSum, CCSFactsVersion: 4, CCSFactsDigest: contract.FactsDigest(contract.KindTombstoneCleanup, tombstoned), Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Deleted: []string{out.Key}, AlreadyGone: 1, Complete: true}},
+		"cutover-request.json":      contract.CutoverRequest{SchemaVersion: 1, RequestID: reqID, Collection: "orders", BaseVersion: 8, BaseChecksum: rootSum, NotAfterUnixMs: 1764401896000, Removed: cov.Removed, Added: cov.Added},
+		"cutover-answer.json":       contract.CutoverAnswer{SchemaVersion: 1, RequestID: reqID, Status: contract.CutoverAccepted, CommittedVersion: 9, CommittedChecksum: contract.Checksum([]byte("root v9")), HeadVersion: 9},
+		"ccs-facts.json":            facts,
+		"ccs-facts-tombstoned.json": contract.CollectionFacts{SchemaVersion: 1, Collection: "orders", Namespace: "shop", Incarnation: 2, FactsVersion: 4, Tombstoned: true,
+			TombstonedAtUnixMs: 1764400000000, ReservationHorizonUnixMs: 1764486400000, ControlArtifacts: []string{"collections/orders/control/i2-schema.json"}},
+		"release-intent-request.json": contract.ReleaseIntentRequest{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 2), IntentKind: contract.CollectionReleaseIntent, Collection: "orders", Incarnation: 2, FactsVersion: 4,
+			Dependencies: []string{"objects: confirmed (1204 deleted, 3 already gone)", "manifests: confirmed (9 roots, 14 parts, head)", "control_artifacts: confirmed (1 deleted)", "reservation_horizon: confirmed (passed 1764486400000)", "ccs_preconditions: confirmed (none pending)"}},
+		"release-intent-answer.json": contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 2), Status: contract.IntentRecorded, RecordedAtUnixMs: 1764400200000},
+		"lineage-confirmation.json":  contract.LineageConfirmation{SchemaVersion: 1, Collection: "orders", HeadVersion: 8, HeadChecksum: rootSum, AbandonedRoots: []string{contract.ManifestKey("orders", 1, 9, contract.Checksum([]byte("root v9"))), contract.ManifestKey("orders", 1, 10, contract.Checksum([]byte("root v10")))}, AbandonedHeadVersion: 10, AbandonedHeadChecksum: contract.Checksum([]byte("root v10")), ConfirmedBy: "ops@example.com", ConfirmedAtUnixMs: 1764400300000, Reason: "restored v8 after a bad bulk load"},
+		"watermark.json":             contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
 	}
 }
 
@@ -88,7 +91,7 @@ func decode(name string, b []byte) error {
 		_, err = contract.DecodeCutoverRequest(name, b)
 	case "cutover-answer.json":
 		_, err = contract.DecodeCutoverAnswer(name, b)
-	case "ccs-facts.json":
+	case "ccs-facts.json", "ccs-facts-tombstoned.json":
 		_, err = contract.DecodeCollectionFacts(name, b)
 	case "release-intent-request.json":
 		_, err = contract.DecodeReleaseIntentRequest(name, b)

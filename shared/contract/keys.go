@@ -10,13 +10,17 @@ import (
 // collection, a version, a checksum or a task identity, never discovered by
 // listing, so readers can name what they need.
 //
+// <t> is the incarnation tag of the lifetime (contract.IncarnationTag: empty
+// for incarnation 1, "i<N>-" after), so no two lifetimes of a name share a
+// key other than the head's.
+//
 //	collections/<c>/manifest_committed_head.json          head (publisher only)
-//	collections/<c>/manifests/<version:020d>-<sha16>.json  manifest roots (version + checksum prefix)
-//	collections/<c>/manifests/parts/<version:020d>-<sha256 hex>.json
+//	collections/<c>/manifests/<t><version:020d>-<sha16>.json  manifest roots (version + checksum prefix)
+//	collections/<c>/manifests/parts/<t><version:020d>-<sha256 hex>.json
 //	                                                      manifest parts (the version that first wrote it)
-//	collections/<c>/manifests/changes/<version:020d>-<sha256 hex>.json
+//	collections/<c>/manifests/changes/<t><version:020d>-<sha256 hex>.json
 //	                                                      change parts of one version (a change too large for its root)
-//	collections/<c>/data/l0/<version:020d>-<n>.seg        segments committed by appends (level 0)
+//	collections/<c>/data/l0/<t><version:020d>-<n>.seg     segments committed by appends (level 0)
 //	collections/<c>/data/l<L>/<task id>/<n:04d>.seg       rewrite outputs at level L (0..9: a fan-out merge
 //	                                                      writes one level up; a fragmentation or delete-density
 //	                                                      rewrite and a lifecycle transition keep their inputs' level)
@@ -61,12 +65,12 @@ func HeadKey(c string) string { return CollectionPrefix(c) + HeadSuffix }
 // carries the checksum so that a publisher that lost a race (or crashed
 // before its head CAS) never collides with the root that was committed: an
 // uncommitted root is simply an object no head or parent names.
-func ManifestKey(c string, version uint64, checksum string) string {
+func ManifestKey(c string, incarnation, version uint64, checksum string) string {
 	h := strings.TrimPrefix(checksum, "sha256:")
 	if len(h) > 16 {
 		h = h[:16]
 	}
-	return fmt.Sprintf("%smanifests/%020d-%s.json", CollectionPrefix(c), version, h)
+	return fmt.Sprintf("%smanifests/%s%020d-%s.json", CollectionPrefix(c), IncarnationTag(incarnation), version, h)
 }
 
 // ManifestsPrefix is where roots and parts of c live.
@@ -78,21 +82,21 @@ func ManifestsPrefix(c string) string { return CollectionPrefix(c) + "manifests/
 // commit that happens to produce a part with the same content as one GC is
 // deleting (a part of an old, trimmed root) writes a different key and the
 // delete cannot hit it.
-func PartKey(c string, version uint64, checksum string) string {
-	return fmt.Sprintf("%smanifests/parts/%020d-%s.json", CollectionPrefix(c), version, strings.TrimPrefix(checksum, "sha256:"))
+func PartKey(c string, incarnation, version uint64, checksum string) string {
+	return fmt.Sprintf("%smanifests/parts/%s%020d-%s.json", CollectionPrefix(c), IncarnationTag(incarnation), version, strings.TrimPrefix(checksum, "sha256:"))
 }
 
 // ChangePartKey is the key of a change part of version (a change too large
 // for its root): content addressed and named by its version, which alone
 // references it.
-func ChangePartKey(c string, version uint64, checksum string) string {
-	return fmt.Sprintf("%smanifests/changes/%020d-%s.json", CollectionPrefix(c), version, strings.TrimPrefix(checksum, "sha256:"))
+func ChangePartKey(c string, incarnation, version uint64, checksum string) string {
+	return fmt.Sprintf("%smanifests/changes/%s%020d-%s.json", CollectionPrefix(c), IncarnationTag(incarnation), version, strings.TrimPrefix(checksum, "sha256:"))
 }
 
 // PartVersion returns the writer version a part key names, if key is the
 // part key of checksum in collection c.
-func PartVersion(c, key, checksum string) (uint64, bool) {
-	rest, ok := strings.CutPrefix(key, CollectionPrefix(c)+"manifests/parts/")
+func PartVersion(c string, incarnation uint64, key, checksum string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, CollectionPrefix(c)+"manifests/parts/"+IncarnationTag(incarnation))
 	if !ok {
 		return 0, false
 	}
@@ -100,7 +104,7 @@ func PartVersion(c, key, checksum string) (uint64, bool) {
 	if _, err := fmt.Sscanf(rest, "%020d-", &v); err != nil || len(rest) < 21 {
 		return 0, false
 	}
-	return v, key == PartKey(c, v, checksum)
+	return v, key == PartKey(c, incarnation, v, checksum)
 }
 
 // MaxLevel is the deepest compaction level.
@@ -113,8 +117,8 @@ func DataPrefix(c string) string { return CollectionPrefix(c) + "data/" }
 func LevelPrefix(c string, level int) string { return fmt.Sprintf("%sl%d/", DataPrefix(c), level) }
 
 // AppendSegmentKey names the n-th segment committed by an append creating version.
-func AppendSegmentKey(c string, version uint64, n int) string {
-	return fmt.Sprintf("%s%020d-%d.seg", LevelPrefix(c, 0), version, n)
+func AppendSegmentKey(c string, incarnation, version uint64, n int) string {
+	return fmt.Sprintf("%s%s%020d-%d.seg", LevelPrefix(c, 0), IncarnationTag(incarnation), version, n)
 }
 
 // RewritePrefix is where a rewrite task writes its outputs at level; a retry
@@ -152,18 +156,48 @@ func OwnedOutputTask(c, key string) (taskID string, ok bool) {
 	return taskID, true
 }
 
+// TaskIncarnation returns the incarnation a task identity of collection c
+// names (1 when it names none).
+func TaskIncarnation(c, taskID string) uint64 {
+	i := strings.Index(taskID, "-"+c+"-i")
+	if i < 0 {
+		return 1
+	}
+	rest := taskID[i+len(c)+3:]
+	dash := strings.IndexByte(rest, '-')
+	if dash <= 0 || !allDigits(rest[:dash]) || !strings.HasPrefix(rest[dash+1:], "v") {
+		return 1
+	}
+	var n uint64
+	if _, err := fmt.Sscanf(rest[:dash], "%d", &n); err != nil || n < 2 {
+		return 1
+	}
+	return n
+}
+
 // rewriteTaskIDOf reports whether id has the shape of a rewrite task's
-// identity for collection c: <kind>-<c>-v<version>-<16 hex>.
+// identity for collection c: <kind>-<c>-v<version>-<16 hex>, or
+// <kind>-<c>-i<N>-v<version>-<16 hex> for incarnation N > 1.
 func rewriteTaskIDOf(c, id string) bool {
 	var rest string
 	ok := false
 	for _, k := range []TaskKind{KindCompaction, KindLifecycleTransition} {
-		if r, found := strings.CutPrefix(id, strings.ReplaceAll(string(k), "_", "")+"-"+c+"-v"); found {
+		if r, found := strings.CutPrefix(id, strings.ReplaceAll(string(k), "_", "")+"-"+c+"-"); found {
 			rest, ok = r, true
 			break
 		}
 	}
 	if !ok {
+		return false
+	}
+	if r, found := strings.CutPrefix(rest, "i"); found {
+		// A later lifetime's task: <kind>-<c>-i<N>-v<version>-<16 hex>.
+		dash := strings.IndexByte(r, '-')
+		if dash <= 0 || r[0] == '0' || r[0] == '1' && dash == 1 || !allDigits(r[:dash]) || !strings.HasPrefix(r[dash+1:], "v") {
+			return false
+		}
+		rest = r[dash+2:]
+	} else if rest, ok = strings.CutPrefix(rest, "v"); !ok {
 		return false
 	}
 	dash := strings.IndexByte(rest, '-')

@@ -23,7 +23,7 @@ func TestOwnedOutputTaskRecognisesOnlyTheCoordinatorsOutputs(t *testing.T) {
 		}
 	}
 	for _, key := range []string{
-		AppendSegmentKey(c, 5, 0),                       // ingest
+		AppendSegmentKey(c, 1, 5, 0),                    // ingest
 		RewriteOutputKey(c, 1, gcTask.TaskID, 0),        // not a rewrite kind
 		RewriteOutputKey("orders", 1, comp.TaskID, 0),   // another collection's prefix
 		DataPrefix(c) + "l1/import-2026-01-01/0000.seg", // snapshot import
@@ -51,10 +51,10 @@ func make64(b byte) []byte {
 
 func TestRootVersionParsesOnlyRootKeys(t *testing.T) {
 	sum := "sha256:" + string(make64('c'))
-	if v, ok := RootVersion("c1", ManifestKey("c1", 42, sum)); !ok || v != 42 {
+	if v, ok := RootVersion("c1", ManifestKey("c1", 1, 42, sum)); !ok || v != 42 {
 		t.Fatalf("root key: %d %v", v, ok)
 	}
-	for _, k := range []string{PartKey("c1", 42, sum), ManifestKey("c2", 42, sum), HeadKey("c1"), ManifestsPrefix("c1") + "00000000000000000042-CCCCCCCCCCCCCCCC.json",
+	for _, k := range []string{PartKey("c1", 1, 42, sum), ManifestKey("c2", 1, 42, sum), HeadKey("c1"), ManifestsPrefix("c1") + "00000000000000000042-CCCCCCCCCCCCCCCC.json",
 		ManifestsPrefix("c1") + "99999999999999999999-cccccccccccccccc.json"} {
 		if v, ok := RootVersion("c1", k); ok {
 			t.Errorf("%s parsed as root v%d", k, v)

@@ -68,18 +68,40 @@ func DecodeLineageConfirmation(where string, b []byte) (LineageConfirmation, err
 // names (collections/<c>/manifests/<version:020d>-<sha16>.json); ok is
 // false for any other key (parts included).
 func RootVersion(c, key string) (uint64, bool) {
+	_, v, ok := RootOf(c, key)
+	return v, ok
+}
+
+// RootOf parses a root key of c of any incarnation: its incarnation and
+// version.
+func RootOf(c, key string) (incarnation, version uint64, ok bool) {
 	rest, ok := strings.CutPrefix(key, ManifestsPrefix(c))
-	if !ok || len(rest) != 20+1+16+len(".json") || rest[20] != '-' || !strings.HasSuffix(rest, ".json") || !allDigits(rest[:20]) {
-		return 0, false
+	if !ok {
+		return 0, 0, false
+	}
+	incarnation = 1
+	if r, tagged := strings.CutPrefix(rest, "i"); tagged {
+		dash := strings.IndexByte(r, '-')
+		if dash <= 0 || !allDigits(r[:dash]) || r[0] == '0' {
+			return 0, 0, false
+		}
+		n, err := strconv.ParseUint(r[:dash], 10, 64)
+		if err != nil || n < 2 {
+			return 0, 0, false
+		}
+		incarnation, rest = n, r[dash+1:]
+	}
+	if len(rest) != 20+1+16+len(".json") || rest[20] != '-' || !strings.HasSuffix(rest, ".json") || !allDigits(rest[:20]) {
+		return 0, 0, false
 	}
 	v, err := strconv.ParseUint(rest[:20], 10, 64)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	for _, h := range rest[21:37] {
 		if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f') {
-			return 0, false
+			return 0, 0, false
 		}
 	}
-	return v, v > 0
+	return incarnation, v, v > 0
 }

@@ -13,6 +13,7 @@ import (
 type Head struct {
 	SchemaVersion     int    `json:"schema_version"`
 	Collection        string `json:"collection"`
+	Incarnation       uint64 `json:"incarnation,omitempty"` // CCS's lifetime number (absent: 1)
 	Version           uint64 `json:"version"`
 	ManifestKey       string `json:"manifest_key"`
 	ManifestChecksum  string `json:"manifest_checksum"`
@@ -30,8 +31,8 @@ func (h *Head) validate() error {
 		return invalid("version must be >= 1")
 	case !validChecksum(h.ManifestChecksum):
 		return invalid("manifest_checksum %q is not sha256:<64 hex>", h.ManifestChecksum)
-	case h.ManifestKey != ManifestKey(h.Collection, h.Version, h.ManifestChecksum):
-		return invalid("manifest_key %q is not the root of version %d (want %q)", h.ManifestKey, h.Version, ManifestKey(h.Collection, h.Version, h.ManifestChecksum))
+	case h.ManifestKey != ManifestKey(h.Collection, h.Inc(), h.Version, h.ManifestChecksum):
+		return invalid("manifest_key %q is not the root of version %d (want %q)", h.ManifestKey, h.Version, ManifestKey(h.Collection, h.Inc(), h.Version, h.ManifestChecksum))
 	}
 	return nil
 }
@@ -325,7 +326,7 @@ func (c *Change) check(m *Manifest) error {
 		switch {
 		case p.Kind != ChangeAdded && p.Kind != ChangeRemoved:
 			return invalid("change part %d kind %q is not added|removed", i, p.Kind)
-		case p.Key != ChangePartKey(m.Collection, m.Version, p.Checksum) || !validChecksum(p.Checksum):
+		case p.Key != ChangePartKey(m.Collection, m.Inc(), m.Version, p.Checksum) || !validChecksum(p.Checksum):
 			return invalid("change part %d key %q is not the change part key of its checksum for version %d", i, p.Key, m.Version)
 		case p.ObjectCount <= 0 || p.ObjectCount > MaxPartObjects || p.FirstKey > p.LastKey:
 			return invalid("change part %d is empty, larger than %d objects, or has first_key > last_key", i, MaxPartObjects)
@@ -385,6 +386,7 @@ const (
 type Manifest struct {
 	SchemaVersion  int       `json:"schema_version"`
 	Collection     string    `json:"collection"`
+	Incarnation    uint64    `json:"incarnation,omitempty"` // equal to its head's (absent: 1)
 	Version        uint64    `json:"version"`
 	ParentVersion  uint64    `json:"parent_version"`
 	ParentKey      string    `json:"parent_key,omitempty"`
@@ -417,7 +419,7 @@ func (m *Manifest) validate() error {
 			return invalid("parent_version %d is not older than version %d", m.ParentVersion, m.Version)
 		case !validChecksum(m.ParentChecksum):
 			return invalid("parent_checksum %q is not sha256:<64 hex>", m.ParentChecksum)
-		case m.ParentKey != ManifestKey(m.Collection, m.ParentVersion, m.ParentChecksum):
+		case m.ParentKey != ManifestKey(m.Collection, m.Inc(), m.ParentVersion, m.ParentChecksum):
 			return invalid("parent_key %q is not the root of version %d", m.ParentKey, m.ParentVersion)
 		}
 	}
@@ -457,7 +459,7 @@ func (m *Manifest) validate() error {
 }
 
 func partKeyOK(m *Manifest, p PartRef) bool {
-	v, ok := PartVersion(m.Collection, p.Key, p.Checksum)
+	v, ok := PartVersion(m.Collection, m.Inc(), p.Key, p.Checksum)
 	return ok && v >= 1 && v <= m.Version
 }
 

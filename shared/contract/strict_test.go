@@ -42,7 +42,7 @@ var documents = map[string]struct {
 }
 
 // extraExamples are further events/ files of a registered type.
-var extraExamples = map[string]string{"completion-cleanup.json": "Completion"}
+var extraExamples = map[string]string{"completion-cleanup.json": "Completion", "ccs-facts-tombstoned.json": "CollectionFacts"}
 
 // packageAST parses the package's non-test sources.
 func packageAST(t *testing.T) []*ast.File {

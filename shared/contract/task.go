@@ -39,13 +39,17 @@ func (k TaskKind) valid() bool {
 // MessageDeduplicationId is TaskID, so a duplicate enqueue within five minutes
 // collapses and a collection's tasks run in order without blocking others.
 type Task struct {
-	SchemaVersion        int      `json:"schema_version"`
-	TaskID               string   `json:"task_id"`
-	Kind                 TaskKind `json:"task_kind"`
-	Collection           string   `json:"collection"`
-	BaseManifestVersion  uint64   `json:"base_manifest_version"`
-	BaseManifestChecksum string   `json:"base_manifest_checksum"`
-	CCSFactsVersion      uint64   `json:"ccs_facts_version"`
+	SchemaVersion int      `json:"schema_version"`
+	TaskID        string   `json:"task_id"`
+	Kind          TaskKind `json:"task_kind"`
+	Collection    string   `json:"collection"`
+	// Incarnation is the lifetime of the collection the task works on
+	// (absent: 1). An executor acts only while the head and the CCS facts
+	// name the same incarnation (guard.IncarnationFence).
+	Incarnation          uint64 `json:"incarnation,omitempty"`
+	BaseManifestVersion  uint64 `json:"base_manifest_version"`
+	BaseManifestChecksum string `json:"base_manifest_checksum"`
+	CCSFactsVersion      uint64 `json:"ccs_facts_version"`
 	// SweepUnixMs distinguishes repeated sweeps of an unchanged head (GC
 	// re-checks deferred debt on every reconciliation); zero for tasks
 	// whose identity is the head alone.
@@ -62,13 +66,18 @@ func (t *Task) validate() error {
 		return invalid("task_kind %q is unknown", t.Kind)
 	case !ValidCollection(t.Collection):
 		return invalid("collection %q is not a valid collection name", t.Collection)
+	case t.Kind == KindTombstoneCleanup && t.BaseManifestVersion == 0 && t.BaseManifestChecksum == "":
+		// A tombstone cleanup that continues after the dropped
+		// incarnation's head is gone has no base.
 	case t.BaseManifestVersion == 0:
 		return invalid("base_manifest_version must be >= 1")
 	case !validChecksum(t.BaseManifestChecksum):
 		return invalid("base_manifest_checksum %q is not sha256:<64 hex>", t.BaseManifestChecksum)
+	}
+	switch {
 	case t.Kind == KindLifecycleTransition && t.SweepUnixMs <= 0:
 		return invalid("a lifecycle_transition task needs sweep_unix_ms (the time its due objects are judged at)")
-	case t.TaskID != sweepTaskID(t.Kind, t.Collection, t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion, t.SweepUnixMs):
+	case t.TaskID != sweepTaskID(t.Kind, t.Collection, t.Inc(), t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion, t.SweepUnixMs):
 		return invalid("task_id %q is not the identity of its fields", t.TaskID)
 	}
 	return nil
@@ -83,17 +92,36 @@ func DecodeTask(where string, b []byte) (Task, error) {
 
 // TaskID is the deterministic identity of a task: equal inputs, equal id.
 // It is safe as an S3 key segment and as an SQS deduplication id (<=128 chars).
+//
+// A task of incarnation N > 1 carries "i<N>" in its identity (and so in
+// the keys of its outputs): no task of one lifetime shares an identity, a
+// deduplication id or an output key with a task of another.
 func TaskID(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64) string {
-	return sweepTaskID(kind, collection, version, checksum, factsVersion, 0)
+	return sweepTaskID(kind, collection, 1, version, checksum, factsVersion, 0)
 }
 
-func sweepTaskID(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64, sweep int64) string {
+func sweepTaskID(kind TaskKind, collection string, incarnation, version uint64, checksum string, factsVersion uint64, sweep int64) string {
 	id := fmt.Sprintf("%s|%s|%d|%s|%d", kind, collection, version, checksum, factsVersion)
 	if sweep != 0 {
 		id += fmt.Sprintf("|sweep=%d", sweep)
 	}
+	inc := ""
+	if Lifetime(incarnation) > 1 {
+		id += fmt.Sprintf("|incarnation=%d", incarnation)
+		inc = fmt.Sprintf("i%d-", incarnation)
+	}
 	h := sha256.Sum256([]byte(id))
-	return fmt.Sprintf("%s-%s-v%d-%s", strings.ReplaceAll(string(kind), "_", ""), collection, version, hex.EncodeToString(h[:8]))
+	return fmt.Sprintf("%s-%s-%sv%d-%s", strings.ReplaceAll(string(kind), "_", ""), collection, inc, version, hex.EncodeToString(h[:8]))
+}
+
+// In returns the task for incarnation (its identity recomputed).
+func (t Task) In(incarnation uint64) Task {
+	t.Incarnation = incarnation
+	if Lifetime(incarnation) == 1 {
+		t.Incarnation = 0 // the first lifetime is written as absent
+	}
+	t.TaskID = sweepTaskID(t.Kind, t.Collection, t.Incarnation, t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion, t.SweepUnixMs)
+	return t
 }
 
 // NewSweepTask builds a task that repeats for an unchanged head: its
@@ -107,7 +135,7 @@ func sweepTaskID(kind TaskKind, collection string, version uint64, checksum stri
 func NewSweepTask(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64, nowMs int64) Task {
 	t := NewTask(kind, collection, version, checksum, factsVersion, nowMs)
 	t.SweepUnixMs = SweepMinute(nowMs)
-	t.TaskID = sweepTaskID(kind, collection, version, checksum, factsVersion, t.SweepUnixMs)
+	t.TaskID = sweepTaskID(kind, collection, 1, version, checksum, factsVersion, t.SweepUnixMs)
 	return t
 }
 
@@ -130,6 +158,7 @@ type Lease struct {
 	TaskID               string   `json:"task_id"`
 	Kind                 TaskKind `json:"task_kind"`
 	Collection           string   `json:"collection"`
+	Incarnation          uint64   `json:"incarnation,omitempty"`
 	BaseManifestVersion  uint64   `json:"base_manifest_version"`
 	BaseManifestChecksum string   `json:"base_manifest_checksum"`
 	LeaseEpoch           uint64   `json:"lease_epoch"`

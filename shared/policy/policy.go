@@ -104,6 +104,12 @@ type GC struct {
 	// MaxSweepCandidates bounds the delete candidates one sweep holds; a
 	// sweep that finds more continues in the next one.
 	MaxSweepCandidates int `json:"max_sweep_candidates"`
+	// TombstoneRunBudget and TombstoneMaxCalls bound one run of a dropped
+	// incarnation's cleanup (it resumes from its stored cursor in the next
+	// run). The budget is capped at 80% of functions.gc_timeout_ms (0:
+	// that cap), so a run always ends and saves its cursor in time.
+	TombstoneRunBudget Duration `json:"tombstone_run_budget_ms"`
+	TombstoneMaxCalls  int      `json:"tombstone_max_calls"`
 }
 
 // Handoff is the handoff's policy.
@@ -157,6 +163,7 @@ func Default() Policy {
 			PartCache:           1024,
 			ProofMaxAge:         Duration(10 * time.Second),
 			MaxSweepCandidates:  100_000,
+			TombstoneMaxCalls:   2000,
 		},
 		Handoff: Handoff{MaxLineageWalk: 64, MaxResubmits: 3},
 		Functions: Functions{

@@ -88,6 +88,8 @@ func (p Policy) Validate() error {
 	check(g.MaxAttempts >= 1 && g.MaxAttempts <= 20, "gc.max_attempts", "must be in 1..20, is %d", g.MaxAttempts)
 	check(g.PartCache >= 1, "gc.part_cache", "must be at least 1, is %d", g.PartCache)
 	check(g.MaxSweepCandidates >= 1, "gc.max_sweep_candidates", "must be at least 1, is %d", g.MaxSweepCandidates)
+	check(g.TombstoneMaxCalls >= 1, "gc.tombstone_max_calls", "must be at least 1, is %d", g.TombstoneMaxCalls)
+	check(g.TombstoneRunBudget >= 0, "gc.tombstone_run_budget_ms", "must be >= 0 (0: 80%% of functions.gc_timeout_ms), is %s", g.TombstoneRunBudget.D())
 	check(p.Handoff.MaxLineageWalk >= 1, "handoff.max_lineage_walk", "must be at least 1, is %d", p.Handoff.MaxLineageWalk)
 	check(p.Handoff.MaxResubmits >= 1, "handoff.max_resubmits", "must be at least 1, is %d", p.Handoff.MaxResubmits)
 	if len(bad) > 0 {

@@ -25,8 +25,8 @@ func lineageKey(collection string) map[string]ddb.AttributeValue {
 
 // HighestObserved is the version and checksum of the observed-state item
 // (the observer only ever moves it forward).
-func (t *ObservedTable) HighestObserved(ctx context.Context, collection string) (uint64, string, error) {
-	st, err := t.Get(ctx, collection)
+func (t *ObservedTable) HighestObserved(ctx context.Context, collection string, incarnation uint64) (uint64, string, error) {
+	st, err := t.Get(ctx, collection, incarnation)
 	return st.Version, st.Checksum, err
 }
 
@@ -59,7 +59,7 @@ func (t *ObservedTable) ConfirmLineage(ctx context.Context, c contract.LineageCo
 	if _, err := t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.table), Item: item}); err != nil {
 		return translate("record lineage confirmation of", c.Collection, err, true)
 	}
-	_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(t.table), Key: observedKey(c.Collection),
+	_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(t.table), Key: observedKey(c.Collection, 1),
 		ConditionExpression: aws.String("#v > :v OR (#v = :v AND checksum <> :c)"), ExpressionAttributeNames: map[string]string{"#v": "version"},
 		ExpressionAttributeValues: map[string]ddb.AttributeValue{":v": unum(c.HeadVersion), ":c": str(c.HeadChecksum)}})
 	var ccf *ddb.ConditionalCheckFailedException

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/store"
 )
@@ -26,7 +27,9 @@ type DynamoAPI interface {
 // stateTTL keeps disposable records tidy; nothing relies on it.
 const stateTTL = 30 * 24 * time.Hour
 
-// ObservedTable stores observe.Observed items: pk "COLL#<collection>", sk "OBSERVED".
+// ObservedTable stores observe.Observed items: pk "COLL#<collection>" (the
+// first incarnation) or "COLL#<collection>#i<N>" (incarnation N > 1), sk
+// "OBSERVED": every lifetime of a name has its own item.
 type ObservedTable struct {
 	api   DynamoAPI
 	table string
@@ -37,8 +40,16 @@ func NewObservedTable(api DynamoAPI, table string) *ObservedTable {
 	return &ObservedTable{api: api, table: table}
 }
 
-func observedKey(collection string) map[string]ddb.AttributeValue {
-	return map[string]ddb.AttributeValue{"pk": str("COLL#" + collection), "sk": str("OBSERVED")}
+func observedKey(collection string, incarnation uint64) map[string]ddb.AttributeValue {
+	return map[string]ddb.AttributeValue{"pk": str(lifetimePK(collection, incarnation)), "sk": str("OBSERVED")}
+}
+
+// lifetimePK is the partition key of one lifetime of a collection.
+func lifetimePK(collection string, incarnation uint64) string {
+	if contract.Lifetime(incarnation) == 1 {
+		return "COLL#" + collection
+	}
+	return fmt.Sprintf("COLL#%s#i%d", collection, incarnation)
 }
 
 func str(s string) ddb.AttributeValue { return &ddb.AttributeValueMemberS{Value: s} }
@@ -70,7 +81,7 @@ func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (obser
 		vals[":due"], vals[":go"], vals[":gb"] = num(st.Debt.GCDueAtUnixMs), num(st.Debt.GCObjects), num(st.Debt.GCBytes)
 	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(t.table), Key: observedKey(st.Collection),
+		TableName: aws.String(t.table), Key: observedKey(st.Collection, st.Incarnation),
 		UpdateExpression:                    aws.String(expr),
 		ConditionExpression:                 aws.String("attribute_not_exists(#v) OR #v < :v"),
 		ExpressionAttributeNames:            map[string]string{"#v": "version", "#b": "bytes"},
@@ -81,20 +92,30 @@ func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (obser
 	if err != nil {
 		var ccf *ddb.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
-			return decodeObserved(st.Collection, ccf.Item), fmt.Errorf("advance %s to v%d: %w", st.Collection, st.Version, store.ErrConditionFailed)
+			prev := decodeObserved(st.Collection, ccf.Item)
+			prev.Incarnation = st.Incarnation
+			return prev, fmt.Errorf("advance %s to v%d: %w", st.Collection, st.Version, store.ErrConditionFailed)
 		}
 		return observe.Observed{}, translate("advance observed state of", st.Collection, err, true)
 	}
-	return decodeObserved(st.Collection, out.Attributes), nil
+	prev := decodeObserved(st.Collection, out.Attributes)
+	if prev.Version != 0 {
+		prev.Incarnation = st.Incarnation
+	}
+	return prev, nil
 }
 
 // Get reads the observed state (zero when none).
-func (t *ObservedTable) Get(ctx context.Context, collection string) (observe.Observed, error) {
-	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.table), Key: observedKey(collection), ConsistentRead: aws.Bool(true)})
+func (t *ObservedTable) Get(ctx context.Context, collection string, incarnation uint64) (observe.Observed, error) {
+	out, err := t.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.table), Key: observedKey(collection, incarnation), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return observe.Observed{}, translate("get observed state of", collection, err, false)
 	}
-	return decodeObserved(collection, out.Item), nil
+	o := decodeObserved(collection, out.Item)
+	if o.Version != 0 {
+		o.Incarnation = contract.Lifetime(incarnation)
+	}
+	return o, nil
 }
 
 // Revert restores prev if the item still holds st.
@@ -104,7 +125,7 @@ func (t *ObservedTable) Revert(ctx context.Context, st, prev observe.Observed) e
 	names := map[string]string{"#v": "version"}
 	var err error
 	if prev.Version == 0 {
-		_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(t.table), Key: observedKey(st.Collection),
+		_, err = t.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(t.table), Key: observedKey(st.Collection, st.Incarnation),
 			ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: vals})
 	} else {
 		_, err = t.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(t.table), Item: encodeObserved(prev),
@@ -115,7 +136,7 @@ func (t *ObservedTable) Revert(ctx context.Context, st, prev observe.Observed) e
 		// Refused: the item no longer holds st. If it holds prev (or is
 		// gone when prev was nothing), this is our own revert, applied and
 		// retried by the SDK after its answer was lost (SYSTEM rule 13).
-		if cur, gerr := t.Get(ctx, st.Collection); gerr == nil && cur.Version == prev.Version && cur.Checksum == prev.Checksum {
+		if cur, gerr := t.Get(ctx, st.Collection, st.Incarnation); gerr == nil && cur.Version == prev.Version && cur.Checksum == prev.Checksum {
 			return nil
 		}
 	}
@@ -123,7 +144,7 @@ func (t *ObservedTable) Revert(ctx context.Context, st, prev observe.Observed) e
 }
 
 // RecordGCSweep replaces the GC debt with what a finished sweep left.
-func (t *ObservedTable) RecordGCSweep(ctx context.Context, collection string, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error {
+func (t *ObservedTable) RecordGCSweep(ctx context.Context, collection string, incarnation uint64, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error {
 	expr := "SET gc_objects = :go, gc_bytes = :gb, gc_swept_at = :sa"
 	vals := map[string]ddb.AttributeValue{":go": num(remainingObjects), ":gb": num(remainingBytes), ":sa": num(sweptAtUnixMs)}
 	if nextDueUnixMs > 0 {
@@ -132,7 +153,7 @@ func (t *ObservedTable) RecordGCSweep(ctx context.Context, collection string, re
 	} else {
 		expr += " REMOVE gc_due_at"
 	}
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(collection),
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(collection, incarnation),
 		UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals, ConditionExpression: aws.String("attribute_exists(pk)")})
 	if err != nil {
 		var ccf *ddb.ConditionalCheckFailedException
@@ -144,7 +165,7 @@ func (t *ObservedTable) RecordGCSweep(ctx context.Context, collection string, re
 }
 
 func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
-	item := observedKey(o.Collection)
+	item := observedKey(o.Collection, o.Incarnation)
 	item["version"], item["checksum"], item["commit_ts"], item["observed_at"] = unum(o.Version), str(o.Checksum), num(o.CommitTsUnixMs), num(o.ObservedAtUnixMs)
 	item["facts_version"], item["objects"], item["bytes"], item["max_fan_out"] = unum(o.FactsVersion), num(o.Debt.Objects), num(o.Debt.Bytes), num(o.Debt.MaxFanOut)
 	item["delete_density"], item["compaction_due"], item["tombstone"] = flt(o.Debt.DeleteDensity), boolean(o.Debt.CompactionDue), boolean(o.Debt.TombstoneActive)

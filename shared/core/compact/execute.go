@@ -446,7 +446,7 @@ func matches(f segment.Footer, o contract.ObjectEntry) error {
 // cannot be reopened with the pinned checksum makes the task stale (rule 2);
 // stale is then non-nil.
 func (e *Executor) openPinned(ctx context.Context, task contract.Task) (contract.Manifest, *Result, error) {
-	key := contract.ManifestKey(task.Collection, task.BaseManifestVersion, task.BaseManifestChecksum)
+	key := contract.ManifestKey(task.Collection, task.Inc(), task.BaseManifestVersion, task.BaseManifestChecksum)
 	root, err := e.lin.Root(ctx, key, task.BaseManifestChecksum)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || errors.Is(err, contract.ErrChecksumMismatch):

@@ -120,7 +120,7 @@ func BenchmarkExecutorMergeS3(b *testing.B) {
 			var size int64
 			for i := range benchInputs {
 				body := benchInput(i, benchInputs, total/benchInputs)
-				key := contract.AppendSegmentKey(benchCollection, uint64(total>>20), i)
+				key := contract.AppendSegmentKey(benchCollection, 1, uint64(total>>20), i)
 				if _, err := bucket.Put(ctx, key, body); err != nil {
 					b.Fatal(err)
 				}
@@ -244,7 +244,7 @@ func mergeHeap(b *testing.B, streamed bool) {
 			var size int64
 			for i := range benchInputs {
 				body := benchInput(i, benchInputs, total/benchInputs)
-				key := contract.AppendSegmentKey(benchCollection, 1, i)
+				key := contract.AppendSegmentKey(benchCollection, 1, 1, i)
 				if _, err := files.Put(context.Background(), key, body); err != nil {
 					b.Fatal(err)
 				}

@@ -88,7 +88,7 @@ func heartbeatFixture(t *testing.T) (*awsio.Bucket, *awsio.LeaseTable, []contrac
 	var inputs []contract.ObjectEntry
 	for i := range 4 {
 		body := benchInput(i, 4, 2<<20)
-		key := contract.AppendSegmentKey(benchCollection, 1, i)
+		key := contract.AppendSegmentKey(benchCollection, 1, 1, i)
 		if _, err := bucket.Put(ctx, key, body); err != nil {
 			t.Fatal(err)
 		}

@@ -53,8 +53,8 @@ func TestLevelPartsSelectsTheLevelsKeyRange(t *testing.T) {
 		ref  contract.PartRef
 		want bool
 	}{
-		{ref(contract.AppendSegmentKey(c, 1, 0), contract.AppendSegmentKey(c, 9, 0)), false},
-		{ref(contract.AppendSegmentKey(c, 9, 0), contract.RewriteOutputKey(c, 1, "t", 0)), true},
+		{ref(contract.AppendSegmentKey(c, 1, 1, 0), contract.AppendSegmentKey(c, 1, 9, 0)), false},
+		{ref(contract.AppendSegmentKey(c, 1, 9, 0), contract.RewriteOutputKey(c, 1, "t", 0)), true},
 		{ref(contract.RewriteOutputKey(c, 1, "a", 0), contract.RewriteOutputKey(c, 1, "z", 3)), true},
 		{ref(contract.RewriteOutputKey(c, 1, "z", 9), contract.RewriteOutputKey(c, 3, "a", 0)), true},
 		{ref(contract.RewriteOutputKey(c, 2, "a", 0), contract.RewriteOutputKey(c, 3, "a", 0)), false},

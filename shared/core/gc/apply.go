@@ -22,7 +22,7 @@ func (e *Executor) startApply(pl *Plan) *applyRun {
 	a := &applyRun{pl: pl, deferredCount: int64(pl.DeferredCount), deferredBytes: pl.DeferredBytes, nextDue: pl.NextDueUnixMs(),
 		pending: map[uint64]int{},
 		fence:   &fence{lin: e.lin, c: pl.Collection, version: pl.HeadVersion, checksum: pl.HeadChecksum}}
-	a.rep = Report{Collection: pl.Collection, Tombstoned: pl.Tombstoned, Blocked: pl.Blocked, AlreadyGone: pl.AlreadyGone,
+	a.rep = Report{Collection: pl.Collection, Incarnation: pl.Incarnation, Tombstoned: pl.Tombstoned, Blocked: pl.Blocked, AlreadyGone: pl.AlreadyGone,
 		DeferredByReason: maps.Clone(pl.DeferredByReason), Deleted: []string{}}
 	if a.rep.DeferredByReason == nil {
 		a.rep.DeferredByReason = map[string]int{}

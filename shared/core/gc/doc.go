@@ -58,19 +58,31 @@
 // ProofMaxAge is taken again: no key is deleted on the strength of a check
 // older than that bound.
 //
-// # Tombstones
+// # Tombstones (tombstone.go)
 //
-// CCS facts carry no tombstone time, so the head of a tombstoned collection
-// is taken to be superseded at the CCS reservation horizon
-// (reservation_horizon_unix_ms; unset: never, so nothing the head references
-// is deleted). That time is then the eviction time of the head's objects and
-// goes through the same gates. The head pointer is the publisher's and is
-// never touched; the head's root and its parts stay with it (deleting them
-// would leave a dangling head that fails every verified reader closed, and
-// a repeated cleanup could no longer re-confirm anything). They are reported
-// as remaining dependencies. Complete is true only when every candidate is
-// confirmed gone, no candidate or never-committed output is deferred, and
-// every root but the head's is deleted (guard.ReleaseDependencies).
+// A dropped incarnation is not swept like a live lineage: it is cleaned by
+// RunTombstone, in bounded runs (delete calls and time) that resume from a
+// cursor kept under (collection, incarnation) and written by conditional
+// writes. Everything the incarnation's lineage names goes — every object of
+// the head and every object any root removed, the coordinator's own
+// never-committed outputs of the incarnation, every root, part and change
+// part (oldest root first, so a crash leaves a contiguous chain from the
+// head), the control artifacts CCS names, and last the head pointer —
+// once the drop (CCS tombstoned_at, else the reservation horizon) is a
+// token lifetime old and behind the watermark by the retention window.
+// Why the head may go here and nowhere else: it is the one key all
+// lifetimes of a name share, and the release (after which the name can be
+// re-created) waits for it; it is deleted only while it still names the
+// dropped incarnation, re-read right before (guard.IncarnationFence).
+// The release dependency graph is then evaluated (objects, manifests,
+// control artifacts, reservation horizon: guard.ReleaseHorizon, CCS
+// preconditions); when all hold the completion goes to the handoff once
+// and the cursor is closed for good. The cursor is disposable: wiped, the
+// cleanup starts again from the head (a key already gone counts as
+// deleted).
+//
+// A GC task of another incarnation than the head's is dropped
+// (guard.IncarnationFence): it was derived from another lifetime.
 //
 // # Deletes
 //

@@ -18,6 +18,7 @@ var ErrUnconfirmed = errors.New("deletes not confirmed")
 // Report is what one sweep did.
 type Report struct {
 	Collection       string            `json:"collection"`
+	Incarnation      uint64            `json:"incarnation,omitempty"`
 	Tombstoned       bool              `json:"tombstoned"`
 	Blocked          string            `json:"blocked,omitempty"`
 	Refused          string            `json:"refused,omitempty"`
@@ -42,14 +43,18 @@ type Report struct {
 
 // Executor sweeps collections: Plan, then Apply with execution-time checks.
 type Executor struct {
-	ports   Ports
-	cfg     Config
-	lin     Lineage
-	pacer   *Pacer
-	now     func() time.Time
-	sleep   Sleeper
-	metrics *metrics.Recorder
-	log     *slog.Logger
+	ports Ports
+	cfg   Config
+	// beforeHeadDelete runs when a tombstone cleanup reaches its head
+	// phase, before the head is re-read (tests delay the delete across a
+	// re-creation there).
+	beforeHeadDelete func()
+	lin              Lineage
+	pacer            *Pacer
+	now              func() time.Time
+	sleep            Sleeper
+	metrics          *metrics.Recorder
+	log              *slog.Logger
 }
 
 // New wires an executor. pacer may be nil (unpaced); sleep is used for
@@ -64,6 +69,10 @@ func New(ports Ports, cfg Config, pacer *Pacer, now func() time.Time, sleep Slee
 	}
 	return &Executor{ports: ports, cfg: cfg, lin: lineageOf(ports.ReadPorts, cfg), pacer: pacer, now: now, sleep: sleep, metrics: m, log: log}
 }
+
+// SetBeforeHeadDelete sets a hook run just before a tombstone cleanup
+// deletes a head pointer (tests).
+func (e *Executor) SetBeforeHeadDelete(fn func()) { e.beforeHeadDelete = fn }
 
 // Plan computes what a sweep of collection would do now, reading only. Each
 // plan reads the lineage afresh (its own reader: every part it relies on,
@@ -80,8 +89,23 @@ func (e *Executor) Run(ctx context.Context, task contract.Task) (Report, error) 
 	started := e.now()
 	c := task.Collection
 	rep := Report{Collection: c, DeferredByReason: map[string]int{}}
+	if task.Kind == contract.KindTombstoneCleanup {
+		tr, err := e.RunTombstone(ctx, task)
+		rep.Incarnation, rep.Tombstoned, rep.ObjectsDeleted, rep.DeleteCalls = tr.Incarnation, true, tr.Deleted, tr.Calls
+		rep.Complete = tr.Outcome == TombCompleted || tr.Outcome == TombDone
+		rep.NextDueUnixMs = tr.Progress.NextDueUnixMs
+		return rep, err
+	}
 	pl, err := e.Plan(ctx, c)
 	planned := err == nil
+	if planned && e.cfg.Guards.IncarnationFence && pl.Incarnation != task.Inc() {
+		// A late task of another lifetime of the name: this head is not
+		// the one it was derived from (guard.IncarnationFence).
+		e.metrics.Add("GCTasksOtherIncarnation", 1)
+		e.log.Info("gc task of another incarnation dropped", "collection", c, "task", task.TaskID, "task_incarnation", task.Inc(), "head_incarnation", pl.Incarnation)
+		rep.Incarnation = pl.Incarnation
+		return rep, nil
+	}
 	if len(pl.CorruptParts) > 0 {
 		e.metrics.Add("ManifestPartCorrupt", float64(len(pl.CorruptParts)))
 		e.log.Error("manifest parts fail verification", "collection", c, "parts", pl.CorruptParts)
@@ -124,7 +148,7 @@ func (e *Executor) record(ctx context.Context, rep Report) {
 		return
 	}
 	if e.ports.Sweeps != nil {
-		if err := e.ports.Sweeps.RecordGCSweep(ctx, rep.Collection, rep.RemainingObjects, rep.RemainingBytes, rep.NextDueUnixMs, e.now().UnixMilli()); err != nil {
+		if err := e.ports.Sweeps.RecordGCSweep(ctx, rep.Collection, rep.Incarnation, rep.RemainingObjects, rep.RemainingBytes, rep.NextDueUnixMs, e.now().UnixMilli()); err != nil {
 			e.log.Warn("record gc sweep failed (disposable state)", "collection", rep.Collection, "err", err)
 		}
 	}

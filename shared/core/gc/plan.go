@@ -50,6 +50,7 @@ const maxListedDeferred = 1000
 // only. Apply re-checks every decision at execution time.
 type Plan struct {
 	Collection           string   `json:"collection"`
+	Incarnation          uint64   `json:"incarnation"` // the head's
 	NowUnixMs            int64    `json:"now_unix_ms"`
 	Tombstoned           bool     `json:"tombstoned"`
 	FactsVersion         uint64   `json:"facts_version"`
@@ -193,6 +194,7 @@ func (p *Plan) describe(v view, fr frame) {
 	roots := v.walk.Roots
 	p.Tombstoned, p.FactsVersion, p.LifecycleRetentionMs = v.facts.Tombstoned, v.facts.FactsVersion, v.facts.Lifecycle.RetentionMs
 	p.facts = v.facts
+	p.Incarnation = v.walk.Head.Inc()
 	p.HeadVersion, p.HeadChecksum, p.HeadRootKey = v.walk.Head.Version, v.walk.Head.ManifestChecksum, v.walk.Head.ManifestKey
 	p.Roots, p.LineageComplete = len(roots), v.walk.Complete
 	if len(roots) > 0 {

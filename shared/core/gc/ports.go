@@ -85,13 +85,13 @@ type WatermarkSource interface {
 // state: when it is lost, the roots that exist above the head are still
 // evidence of a regression (fail closed).
 type Memory interface {
-	HighestObserved(ctx context.Context, collection string) (version uint64, checksum string, err error)
+	HighestObserved(ctx context.Context, collection string, incarnation uint64) (version uint64, checksum string, err error)
 	LineageConfirmation(ctx context.Context, collection string) (contract.LineageConfirmation, bool, error)
 }
 
 // SweepRecorder records what a finished sweep left (disposable debt state).
 type SweepRecorder interface {
-	RecordGCSweep(ctx context.Context, collection string, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error
+	RecordGCSweep(ctx context.Context, collection string, incarnation uint64, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error
 }
 
 // CompletionSink reports a deleting task's completion to the handoff (its
@@ -134,7 +134,9 @@ type Ports struct {
 	Completions CompletionSink // optional (tombstone cleanup completions)
 	// Budget is the fleet-wide delete budget (optional: without it the
 	// global rate holds per instance only).
-	Budget FleetBudget
+	Budget   FleetBudget
+	Progress ProgressStore // tombstone cleanup cursors (required for tombstone_cleanup tasks)
+	Heads    HeadDeleter   // deletes a dropped incarnation's head pointer
 }
 
 // Config tunes GC.
@@ -162,6 +164,11 @@ type Config struct {
 	// memory); a sweep that finds more deletes these and reports the rest
 	// as due now, so the next sweep continues.
 	MaxSweepCandidates int
+	// TombstoneRunBudget and TombstoneMaxCalls bound one run of a
+	// tombstone cleanup (wall time on the executor's clock, delete
+	// calls); the next run resumes from the stored cursor.
+	TombstoneRunBudget time.Duration
+	TombstoneMaxCalls  int
 	Guards             guard.Set
 }
 
@@ -170,7 +177,17 @@ func ConfigFrom(p policy.Policy, g guard.Set) Config {
 	return Config{TokenLifetime: p.GC.TokenLifetime.D(), RetentionWindow: p.GC.RetentionWindow.D(), MaxTaskLifetime: p.MaxTaskLifetime.D(),
 		ClockSkew: p.ClockSkew.D(), CutoverDeadline: p.CutoverDeadline.D(), BatchSize: p.GC.BatchSize, MaxAttempts: p.GC.MaxAttempts,
 		RetryBackoff: p.GC.RetryBackoff.D(), RetryAfter: p.GC.RetryAfter.D(), PartCache: p.GC.PartCache, ProofMaxAge: p.GC.ProofMaxAge.D(),
-		MaxSweepCandidates: p.GC.MaxSweepCandidates, Guards: g}
+		MaxSweepCandidates: p.GC.MaxSweepCandidates, TombstoneRunBudget: TombstoneBudget(p), TombstoneMaxCalls: p.GC.TombstoneMaxCalls, Guards: g}
+}
+
+// TombstoneBudget is the time budget of one tombstone cleanup run under p:
+// gc.tombstone_run_budget_ms, capped at 80% of the GC function's timeout.
+func TombstoneBudget(p policy.Policy) time.Duration {
+	limit := p.Functions.GCTimeout.D() * 4 / 5
+	if b := p.GC.TombstoneRunBudget.D(); b > 0 && b < limit {
+		return b
+	}
+	return limit
 }
 
 // DefaultConfig is the production default (guards all on).
@@ -201,6 +218,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSweepCandidates <= 0 {
 		c.MaxSweepCandidates = d.MaxSweepCandidates
+	}
+	if c.TombstoneRunBudget <= 0 {
+		c.TombstoneRunBudget = d.TombstoneRunBudget
+	}
+	if c.TombstoneMaxCalls <= 0 {
+		c.TombstoneMaxCalls = d.TombstoneMaxCalls
 	}
 	return c
 }

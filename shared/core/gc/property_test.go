@@ -76,7 +76,7 @@ func TestChangeBasedEligibilityEqualsFullReferenceCheck(t *testing.T) {
 			switch op := rapid.IntRange(0, 3).Draw(rt, "op"); op {
 			case 0: // append
 				for i := range rapid.IntRange(1, 3).Draw(rt, "adds") {
-					e := mk(contract.AppendSegmentKey(c, v, i), 0)
+					e := mk(contract.AppendSegmentKey(c, 1, v, i), 0)
 					ch.Added = append(ch.Added, e)
 					next[e.Key] = e
 				}

@@ -47,7 +47,7 @@ func (pl planner) readAbove(ctx context.Context, v *view) error {
 	}
 	if m := pl.ports.Memory; m != nil {
 		var err error
-		if v.highest, v.highSum, err = m.HighestObserved(ctx, v.c); err != nil {
+		if v.highest, v.highSum, err = m.HighestObserved(ctx, v.c, v.walk.Head.Inc()); err != nil {
 			return fmt.Errorf("read the highest observed version of %s: %w", v.c, err)
 		}
 		conf, ok, err := m.LineageConfirmation(ctx, v.c)
@@ -58,7 +58,7 @@ func (pl planner) readAbove(ctx context.Context, v *view) error {
 			v.conf = &conf
 		}
 	}
-	keys, err := pl.rootKeysAbove(ctx, v.c, v.walk.Head.Version)
+	keys, err := pl.rootKeysAbove(ctx, v.c, v.walk.Head.Inc(), v.walk.Head.Version)
 	if err != nil {
 		return err
 	}
@@ -75,18 +75,21 @@ func (pl planner) readAbove(ctx context.Context, v *view) error {
 // rootKeysAbove lists the root keys of c whose version is above head (roots
 // sort before change parts and parts under the manifests prefix, so the
 // listing stops at the first key that is not a root).
-func (pl planner) rootKeysAbove(ctx context.Context, c string, head uint64) ([]string, error) {
+//
+// Only roots of the head's incarnation count (listed under its tag): a
+// root of another lifetime of the name is never above this one.
+func (pl planner) rootKeysAbove(ctx context.Context, c string, incarnation, head uint64) ([]string, error) {
 	if pl.ports.Lister == nil {
 		return nil, nil
 	}
 	var keys []string
-	err := pl.ports.Lister.List(ctx, contract.ManifestsPrefix(c), func(page []Listed) error {
+	err := pl.ports.Lister.List(ctx, contract.ManifestsPrefix(c)+contract.IncarnationTag(incarnation), func(page []Listed) error {
 		for _, l := range page {
-			ver, ok := contract.RootVersion(c, l.Key)
+			inc, ver, ok := contract.RootOf(c, l.Key)
 			if !ok {
 				return ErrStopListing // roots sort before changes/ and parts/
 			}
-			if ver > head {
+			if inc == incarnation && ver > head {
 				keys = append(keys, l.Key)
 			}
 		}
@@ -115,7 +118,7 @@ func (pl planner) rootAt(ctx context.Context, c, key string) (contract.Manifest,
 	if err != nil {
 		return m, err
 	}
-	if want := contract.ManifestKey(c, m.Version, contract.Checksum(b)); m.Collection != c || want != key {
+	if want := contract.ManifestKey(c, m.Inc(), m.Version, contract.Checksum(b)); m.Collection != c || want != key {
 		return m, fmt.Errorf("root %s above the head is not the root of its content (%s): %w", key, want, contract.ErrChecksumMismatch)
 	}
 	return m, nil

@@ -16,6 +16,7 @@ import (
 
 // Lineage reads committed manifests (package lineage).
 type Lineage interface {
+	Head(ctx context.Context, collection string) (contract.Head, error)
 	HeadRoot(ctx context.Context, collection string) (contract.Head, contract.Manifest, error)
 	Root(ctx context.Context, key, checksum string) (contract.Manifest, error)
 	// EachChange streams m's change entries of one kind (inline, or its
@@ -422,19 +423,6 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 		h.metrics.Add("ReleaseIntentsDeferred", 1)
 		return Result{Outcome: OutcomeIntentNotAllowed, Reason: "cleanup dependencies are not all confirmed"}, nil
 	}
-	if h.cfg.Guards.ReleaseDependencies {
-		// The cleanup was judged against its base head; a head that moved
-		// since (a commit that landed after the tombstone) brings objects
-		// and manifests the cleanup did not see: a new cleanup follows.
-		head, _, err := h.lin.HeadRoot(ctx, c.Collection)
-		if err != nil {
-			return Result{}, fmt.Errorf("release intent for %s: read head: %w", c.Collection, err)
-		}
-		if head.Version != c.BaseManifestVersion || head.ManifestChecksum != c.BaseManifestChecksum {
-			h.metrics.Add("ReleaseIntentsDeferred", 1)
-			return Result{Outcome: OutcomeIntentNotAllowed, Reason: fmt.Sprintf("the head moved to v%d since the cleanup judged v%d", head.Version, c.BaseManifestVersion)}, nil
-		}
-	}
 	if h.ccs == nil {
 		return Result{}, errors.New("release intent: no CCS endpoint configured")
 	}
@@ -446,10 +434,36 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 		res := h.finish(c, Result{Outcome: OutcomeFactsChanged, Reason: changed})
 		return res, nil
 	}
-	id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c.Collection, c.CCSFactsVersion)
+	if h.cfg.Guards.ReleaseDependencies {
+		// Every dependency of the graph the cleanup evaluated must be
+		// confirmed, and the cleanup deleted the incarnation's head: a
+		// head of the incarnation still in place (a commit that landed
+		// after the cleanup, or a cleanup that never got there) means
+		// objects and manifests remain.
+		for _, d := range c.Cleanup.Dependencies {
+			if d.State != contract.DependencyConfirmed {
+				h.metrics.Add("ReleaseIntentsDeferred", 1)
+				return Result{Outcome: OutcomeIntentNotAllowed, Reason: fmt.Sprintf("dependency %s is %s (%s)", d.Name, d.State, d.Evidence)}, nil
+			}
+		}
+		if len(c.Cleanup.Dependencies) == 0 {
+			h.metrics.Add("ReleaseIntentsDeferred", 1)
+			return Result{Outcome: OutcomeIntentNotAllowed, Reason: "the completion carries no dependency graph"}, nil
+		}
+		head, err := h.lin.Head(ctx, c.Collection)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return Result{}, fmt.Errorf("release intent for %s: read head: %w", c.Collection, err)
+		case head.Inc() == c.Inc():
+			h.metrics.Add("ReleaseIntentsDeferred", 1)
+			return Result{Outcome: OutcomeIntentNotAllowed, Reason: fmt.Sprintf("the head of incarnation %d still exists (v%d)", c.Inc(), head.Version)}, nil
+		}
+	}
+	id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c.Collection, c.Inc())
 	req := contract.ReleaseIntentRequest{
 		SchemaVersion: contract.SchemaVersion, IntentID: id, IntentKind: contract.CollectionReleaseIntent,
-		Collection: c.Collection, FactsVersion: c.CCSFactsVersion, Dependencies: dependencies(c),
+		Collection: c.Collection, Incarnation: c.Incarnation, FactsVersion: c.CCSFactsVersion, Dependencies: dependencies(c),
 	}
 	ans, err := h.ccs.RecordReleaseIntent(ctx, req)
 	if err != nil {
@@ -504,9 +518,11 @@ func (h *Handoff) factsChanged(ctx context.Context, c contract.Completion) (stri
 }
 
 func dependencies(c contract.Completion) []string {
-	deps := []string{"task:" + c.TaskID}
+	deps := []string{"task: " + c.TaskID}
 	if c.Cleanup != nil {
-		deps = append(deps, fmt.Sprintf("objects_deleted:%d", len(c.Cleanup.Deleted)), fmt.Sprintf("objects_already_gone:%d", c.Cleanup.AlreadyGone))
+		for _, d := range c.Cleanup.Dependencies {
+			deps = append(deps, fmt.Sprintf("%s: %s (%s)", d.Name, d.State, d.Evidence))
+		}
 	}
 	return deps
 }

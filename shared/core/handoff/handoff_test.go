@@ -23,6 +23,10 @@ func sum(v uint64) string { return fmt.Sprintf("sha256:%064d", v) }
 type fakeLineage struct {
 	roots map[uint64]contract.Manifest
 	held  map[string]contract.ObjectEntry
+	// headGone: the head pointer does not exist; headInc: the head's
+	// incarnation (0: 1).
+	headGone bool
+	headInc  uint64
 }
 
 // input is the object every test completion removes; the base holds it.
@@ -42,9 +46,18 @@ func (l *fakeLineage) add(o contract.Origin, added []contract.ObjectEntry) {
 	v := l.head() + 1
 	m := contract.Manifest{Collection: "c1", Version: v, Origin: o, Change: contract.Change{Added: added}}
 	if v > 1 {
-		m.ParentVersion, m.ParentKey, m.ParentChecksum = v-1, contract.ManifestKey("c1", v-1, sum(v-1)), sum(v-1)
+		m.ParentVersion, m.ParentKey, m.ParentChecksum = v-1, contract.ManifestKey("c1", 1, v-1, sum(v-1)), sum(v-1)
 	}
 	l.roots[v] = m
+}
+
+func (l *fakeLineage) Head(ctx context.Context, c string) (contract.Head, error) {
+	if l.headGone {
+		return contract.Head{}, fmt.Errorf("head of %s: %w", c, store.ErrNotFound)
+	}
+	h, _, err := l.HeadRoot(ctx, c)
+	h.Incarnation = l.headInc
+	return h, err
 }
 
 func (l *fakeLineage) HeadRoot(context.Context, string) (contract.Head, contract.Manifest, error) {
@@ -239,23 +252,37 @@ func (f *fakeCCS) RecordReleaseIntent(_ context.Context, r contract.ReleaseInten
 	return contract.ReleaseIntentAnswer{IntentID: r.IntentID, Status: st}, nil
 }
 
-// A release intent is requested only for a complete cleanup; without the
-// guard an incomplete cleanup releases the name.
+// A release intent is requested only for a complete cleanup whose every
+// dependency is confirmed and whose incarnation's head is gone; its
+// identity is the incarnation's. Without the guard an incomplete cleanup
+// releases the name.
 func TestReleaseIntentOnlyWhenComplete(t *testing.T) {
+	confirmed := []contract.Dependency{{Name: contract.DepObjects, State: contract.DependencyConfirmed}, {Name: contract.DepReservationHorizon, State: contract.DependencyConfirmed}}
+	pending := []contract.Dependency{{Name: contract.DepObjects, State: contract.DependencyConfirmed}, {Name: contract.DepReservationHorizon, State: contract.DependencyPending}}
 	for _, tc := range []struct {
 		name     string
 		g        guard.Set
 		complete bool
+		deps     []contract.Dependency
+		headGone bool
+		headInc  uint64
 		want     int
-		judged   uint64 // the head the cleanup was judged against (the head is v1)
-	}{{"complete", guard.All(), true, 1, 1}, {"incomplete", guard.All(), false, 0, 1}, {"incomplete unguarded", withoutG("release_dependencies"), false, 1, 1},
-		{"complete but the head moved since", guard.All(), true, 0, 0}} {
+	}{
+		{"complete, head gone", guard.All(), true, confirmed, true, 0, 1},
+		{"complete, head is a newer incarnation's", guard.All(), true, confirmed, false, 3, 1},
+		{"complete but the incarnation's head remains", guard.All(), true, confirmed, false, 2, 0},
+		{"a dependency pending", guard.All(), true, pending, true, 0, 0},
+		{"incomplete", guard.All(), false, confirmed, true, 0, 0},
+		{"incomplete unguarded", withoutG("release_dependencies"), false, pending, false, 2, 1},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ccs := &fakeCCS{facts: contract.CollectionFacts{FactsVersion: 4, Tombstoned: true}}
-			h := New(newLineage(1), nil, ccs, nil, time.Now, Config{Guards: tc.g}, nil, nil)
-			c := contract.Completion{TaskID: "tc", Kind: contract.KindTombstoneCleanup, Collection: "c1", CCSFactsVersion: 4,
-				BaseManifestVersion: tc.judged, BaseManifestChecksum: sum(tc.judged),
-				Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Complete: tc.complete}}
+			ccs := &fakeCCS{facts: contract.CollectionFacts{FactsVersion: 4, Tombstoned: true, Incarnation: 2}}
+			lin := newLineage(1)
+			lin.headGone, lin.headInc = tc.headGone, tc.headInc
+			h := New(lin, nil, ccs, nil, time.Now, Config{Guards: tc.g}, nil, nil)
+			c := contract.Completion{TaskID: "tc", Kind: contract.KindTombstoneCleanup, Collection: "c1", Incarnation: 2, CCSFactsVersion: 4,
+				BaseManifestVersion: 1, BaseManifestChecksum: sum(1),
+				Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Complete: tc.complete, Dependencies: tc.deps}}
 			for range 2 { // duplicates are harmless
 				if _, err := h.Process(context.Background(), c); err != nil {
 					t.Fatal(err)
@@ -264,12 +291,16 @@ func TestReleaseIntentOnlyWhenComplete(t *testing.T) {
 			if got := len(ccs.reqs); got != 2*tc.want {
 				t.Fatalf("%d intent requests, want %d", got, 2*tc.want)
 			}
-			if tc.want > 0 && ccs.reqs[0].IntentID != ccs.reqs[1].IntentID {
-				t.Fatal("intent id is not deterministic")
+			if tc.want > 0 && (ccs.reqs[0].IntentID != ccs.reqs[1].IntentID || ccs.reqs[0].IntentID != contract.ReleaseIntentID(contract.CollectionReleaseIntent, "c1", 2)) {
+				t.Fatal("intent id is not the incarnation's deterministic identity")
 			}
 		})
 	}
 }
+
+// allConfirmed is a release dependency graph with every dependency confirmed.
+var allConfirmed = []contract.Dependency{{Name: contract.DepObjects, State: contract.DependencyConfirmed}, {Name: contract.DepManifests, State: contract.DependencyConfirmed},
+	{Name: contract.DepReservationHorizon, State: contract.DependencyConfirmed}}
 
 func withoutG(name string) guard.Set {
 	g, ok := guard.Without(name)
@@ -332,7 +363,8 @@ func TestFactsCheckedPerKind(t *testing.T) {
 				c := completion(5, t0)
 				c.Kind, c.CCSFactsVersion, c.CCSFactsDigest = tc.kind, tc.planned.FactsVersion, contract.FactsDigest(tc.kind, tc.planned)
 				if tc.kind == contract.KindTombstoneCleanup {
-					c.Coverage, c.Cleanup = nil, &contract.Cleanup{Complete: true}
+					c.Coverage, c.Cleanup = nil, &contract.Cleanup{Complete: true, Dependencies: allConfirmed}
+					lin.headGone = true
 				}
 				res, err := h.Process(context.Background(), c)
 				if err != nil {
@@ -377,7 +409,8 @@ func TestFactsUnavailableFailsClosed(t *testing.T) {
 		c := completion(5, t0)
 		c.Kind = kind
 		if kind == contract.KindTombstoneCleanup {
-			c.Coverage, c.Cleanup = nil, &contract.Cleanup{Complete: true}
+			c.Coverage, c.Cleanup = nil, &contract.Cleanup{Complete: true, Dependencies: allConfirmed}
+			lin.headGone = true
 		}
 		_, err := h.Process(context.Background(), c)
 		if !errors.Is(err, ErrFactsUnavailable) || pub.calls != 0 || len(ccs.reqs) != 0 || m.Counts()["HandoffFactsUnavailable"] != 1 {

@@ -149,7 +149,7 @@ func buildStream(n int) (*streamFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.fullKey, f.fullBytes = contract.ManifestKey(streamCollection, 2, contract.Checksum(body)), int64(len(body))
+	f.fullKey, f.fullBytes = contract.ManifestKey(streamCollection, 1, 2, contract.Checksum(body)), int64(len(body))
 	return f, objs.put(ctx, f.fullKey, body)
 }
 

@@ -140,7 +140,7 @@ func (f *fixture) commit(ctx context.Context) (localaws.HeldEvent, error) {
 		version := base.Head.Version + 1
 		seq := base.Root.NextSeq
 		for n := range changeSize {
-			key := contract.AppendSegmentKey(benchCollection, version, n)
+			key := contract.AppendSegmentKey(benchCollection, 1, version, n)
 			docs := int64(2000 + n)
 			sum := contract.Checksum([]byte(key))
 			ts := base.Root.CommitTsUnixMs + int64(n)
@@ -219,7 +219,7 @@ func (f *fixture) writeFullManifest(ctx context.Context) error {
 	m.Objects = nil
 	sum := contract.Checksum(body)
 	head := contract.Head{SchemaVersion: contract.SchemaVersion, Collection: fullCollection, Version: 2,
-		ManifestKey: contract.ManifestKey(fullCollection, 2, sum), ManifestChecksum: sum, CommittedAtUnixMs: m.CommitTsUnixMs}
+		ManifestKey: contract.ManifestKey(fullCollection, 1, 2, sum), ManifestChecksum: sum, CommittedAtUnixMs: m.CommitTsUnixMs}
 	if _, err := f.env.Bucket.Put(ctx, head.ManifestKey, body); err != nil {
 		return err
 	}

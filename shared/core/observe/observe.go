@@ -28,8 +28,9 @@ type StateStore interface {
 	// state (zero when none). When the recorded version is not older it
 	// returns that state and an error wrapping store.ErrConditionFailed.
 	Advance(ctx context.Context, st Observed) (prev Observed, err error)
-	// Get returns the recorded state (zero Observed when none).
-	Get(ctx context.Context, collection string) (Observed, error)
+	// Get returns the recorded state of one incarnation (zero Observed
+	// when none).
+	Get(ctx context.Context, collection string, incarnation uint64) (Observed, error)
 	// Revert puts prev back if the record still holds st (compensation when
 	// enqueuing failed, so that a retried event does the work again).
 	Revert(ctx context.Context, st, prev Observed) error
@@ -40,14 +41,25 @@ type TaskQueue interface {
 	Enqueue(ctx context.Context, tasks []contract.Task) error
 }
 
+// Cleanups says whether the tombstone cleanup of one incarnation finished
+// (its completion was handed to the release workflow) under the given CCS
+// facts version: nothing is scheduled for it after that.
+type Cleanups interface {
+	CleanupDone(ctx context.Context, collection string, incarnation, factsVersion uint64) (bool, error)
+}
+
 // FactsSource reads CCS scheduling facts.
 type FactsSource interface {
 	Facts(ctx context.Context, collection string) (contract.CollectionFacts, error)
 }
 
-// Observed is a collection's observed state (disposable).
+// Observed is the observed state of one incarnation of a collection
+// (disposable). It is keyed by (collection, incarnation): a re-created name
+// starts from no state, so its v1 is new, never "stale" against the
+// previous lifetime's versions.
 type Observed struct {
 	Collection       string
+	Incarnation      uint64
 	Version          uint64
 	Checksum         string
 	CommitTsUnixMs   int64
@@ -126,11 +138,12 @@ const (
 
 // Result reports one observation.
 type Result struct {
-	Outcome    Outcome
-	Collection string
-	Version    uint64
-	Previous   uint64
-	Origin     string // why the observed version exists: create, append or cutover
+	Outcome     Outcome
+	Collection  string
+	Incarnation uint64
+	Version     uint64
+	Previous    uint64
+	Origin      string // why the observed version exists: create, append or cutover
 	// FactsVersion is the CCS facts version read by this observation (the
 	// facts behind Debt.TombstoneActive, fresher than the recorded state's
 	// when the head did not move).
@@ -141,15 +154,16 @@ type Result struct {
 
 // Observer is the use case.
 type Observer struct {
-	objects Objects
-	state   StateStore
-	queue   TaskQueue
-	facts   FactsSource
-	now     func() time.Time
-	cfg     Config
-	metrics *metrics.Recorder
-	log     *slog.Logger
-	guards  guard.Set
+	objects  Objects
+	state    StateStore
+	queue    TaskQueue
+	facts    FactsSource
+	now      func() time.Time
+	cfg      Config
+	cleanups Cleanups
+	metrics  *metrics.Recorder
+	log      *slog.Logger
+	guards   guard.Set
 }
 
 // WithGuards returns o running with g (mutation proofs; New uses
@@ -159,6 +173,11 @@ func (o *Observer) WithGuards(g guard.Set) *Observer {
 	c.guards = g
 	return &c
 }
+
+// SetCleanups wires the tombstone cleanup progress reader (optional:
+// without it reconciliation stops scheduling a dropped incarnation only
+// when CCS says its release intent is recorded).
+func (o *Observer) SetCleanups(c Cleanups) { o.cleanups = c }
 
 // New wires an observer. facts may be nil (no CCS: facts version 0).
 func New(objects Objects, state StateStore, queue TaskQueue, facts FactsSource, now func() time.Time, cfg Config, m *metrics.Recorder, log *slog.Logger) *Observer {
@@ -201,13 +220,21 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 		return Result{Collection: collection}, err
 	}
 	now := o.now()
+	if facts.Inc() != head.Inc() {
+		// The facts describe another lifetime of the name than the head
+		// (CCS re-created or dropped it and the head is not its yet):
+		// nothing is scheduled from this pair; the facts of the head's
+		// own lifetime are not known.
+		facts = contract.CollectionFacts{Collection: collection, Incarnation: head.Incarnation, FactsVersion: facts.FactsVersion}
+		o.metrics.Add("IncarnationMismatch", 1)
+	}
 	st := Observed{
-		Collection: collection, Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
+		Collection: collection, Incarnation: head.Inc(), Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
 		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion,
 		Debt: o.debt(root, facts, now),
 	}
 	prev, err := o.state.Advance(ctx, st)
-	res := Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
+	res := Result{Collection: collection, Incarnation: head.Inc(), Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
 	own := false
 	switch {
 	case errors.Is(err, store.ErrConditionFailed) && o.guards.OwnWrite && ownAdvance(prev, st):
@@ -264,7 +291,7 @@ func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head
 		// the head and refuses a regression (GCRefused head_regression,
 		// alarmed); a sweep now makes that prompt.
 		o.metrics.Add("HeadBelowObserved", 1)
-		t := contract.NewSweepTask(contract.KindGC, head.Collection, head.Version, head.ManifestChecksum, res.FactsVersion, o.now().UnixMilli())
+		t := contract.NewSweepTask(contract.KindGC, head.Collection, head.Version, head.ManifestChecksum, res.FactsVersion, o.now().UnixMilli()).In(head.Inc())
 		if err := o.queue.Enqueue(ctx, []contract.Task{t}); err != nil {
 			return res, fmt.Errorf("enqueue a gc sweep of %s (head v%d below observed v%d): %w", head.Collection, head.Version, prev.Version, err)
 		}
@@ -407,15 +434,16 @@ func saturatingAdd(a, b int64) int64 {
 // objects about to change tier would be rewritten again by the transition).
 func (o *Observer) tasks(head contract.Head, st Observed, now time.Time) []contract.Task {
 	nowMs := now.UnixMilli()
+	inc := head.Inc()
 	switch {
 	case o.cfg.Paused.Contains(head.Collection):
 		return nil
 	case st.Debt.TombstoneActive:
-		return []contract.Task{contract.NewTask(contract.KindTombstoneCleanup, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
+		return []contract.Task{contract.NewTask(contract.KindTombstoneCleanup, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs).In(inc)}
 	case st.Debt.TransitionDue:
-		return []contract.Task{contract.NewSweepTask(contract.KindLifecycleTransition, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
+		return []contract.Task{contract.NewSweepTask(contract.KindLifecycleTransition, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs).In(inc)}
 	case st.Debt.CompactionDue:
-		return []contract.Task{contract.NewTask(contract.KindCompaction, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs)}
+		return []contract.Task{contract.NewTask(contract.KindCompaction, head.Collection, head.Version, head.ManifestChecksum, st.FactsVersion, nowMs).In(inc)}
 	}
 	return nil
 }

@@ -2,11 +2,13 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/lineage"
+	"github.com/searchfabric/bcc/shared/store"
 )
 
 // Catalog lists the collections CCS knows (the authority for what exists).
@@ -134,12 +136,30 @@ func (o *Observer) Reconcile(ctx context.Context, catalog Catalog) (ReconcileRep
 func (o *Observer) ReconcileOne(ctx context.Context, collection string) (ReconcileReport, error) {
 	rep := NewReconcileReport()
 	rep.Collections = 1
+	facts, err := o.readFacts(ctx, collection)
+	if err != nil {
+		o.metrics.Add("ReconcileFailures", 1)
+		return rep, fmt.Errorf("reconcile %s: %w", collection, err)
+	}
+	if facts.Tombstoned {
+		// A dropped incarnation: its cleanup, not its head, is scheduled.
+		tasks, err := o.reconcileTombstone(ctx, facts)
+		if err != nil {
+			o.metrics.Add("ReconcileFailures", 1)
+			return rep, fmt.Errorf("reconcile %s: %w", collection, err)
+		}
+		for _, t := range tasks {
+			rep.Enqueued[t.Kind]++
+		}
+		o.metrics.Add("CollectionsReconciled", 1)
+		return rep, nil
+	}
 	res, err := o.observe(ctx, collection, true)
 	if err != nil {
 		o.metrics.Add("ReconcileFailures", 1)
 		return rep, fmt.Errorf("reconcile %s: %w", collection, err)
 	}
-	cur, err := o.state.Get(ctx, collection)
+	cur, err := o.state.Get(ctx, collection, res.Incarnation)
 	if err != nil {
 		o.metrics.Add("ReconcileFailures", 1)
 		return rep, fmt.Errorf("reconcile %s: read observed state: %w", collection, err)
@@ -201,7 +221,7 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 	// tombstone set by CCS without a new head is only seen here.
 	tomb := cur.Debt.TombstoneActive || res.Debt.TombstoneActive
 	if res.Outcome != OutcomeAdvanced && res.Debt.TombstoneActive && res.Version == cur.Version {
-		add(contract.NewTask(contract.KindTombstoneCleanup, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs),
+		add(contract.NewTask(contract.KindTombstoneCleanup, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation),
 			"CCS facts v%d tombstone the collection at head v%d", res.FactsVersion, cur.Version)
 	}
 	// A lifecycle transition becomes due with time alone, without a new
@@ -221,12 +241,12 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 			slices.ContainsFunc(res.Tasks, func(t contract.Task) bool { return t.Kind == contract.KindLifecycleTransition })
 		transition = true
 		if !byObserver || stale {
-			add(contract.NewSweepTask(contract.KindLifecycleTransition, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs),
+			add(contract.NewSweepTask(contract.KindLifecycleTransition, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation),
 				"lifecycle transition due since %d (enqueued by the observer: %v; observed a sweep interval ago: %v)", res.Debt.TransitionDueAtUnixMs, byObserver, stale)
 		}
 	}
 	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue && !tomb && !transition {
-		t := contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs)
+		t := contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation)
 		why := "compaction due at head v%d"
 		if stale {
 			// Still due a whole sweep interval after this head was
@@ -235,7 +255,7 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 			// DLQ), and the same identity would be skipped forever. Retry
 			// under a fresh identity (racing reconciliations within one
 			// minute still collapse).
-			t = contract.NewSweepTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs)
+			t = contract.NewSweepTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation)
 			why = "compaction still due a sweep interval after head v%d was observed: retried under a fresh identity"
 		}
 		add(t, why, cur.Version)
@@ -251,7 +271,7 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 		case debtDue:
 			why = fmt.Sprintf("%d removed objects (%d bytes) due since %d", cur.Debt.GCObjects, cur.Debt.GCBytes, cur.Debt.GCDueAtUnixMs)
 		}
-		add(contract.NewSweepTask(contract.KindGC, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs), "gc sweep: %s", why)
+		add(contract.NewSweepTask(contract.KindGC, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation), "gc sweep: %s", why)
 	}
 	return due
 }
@@ -269,17 +289,20 @@ func (o *Observer) Preview(ctx context.Context, collection string) (res Result, 
 	if err != nil {
 		return Result{Collection: collection}, cur, err
 	}
-	prev, err := o.state.Get(ctx, collection)
+	prev, err := o.state.Get(ctx, collection, head.Inc())
 	if err != nil {
 		return Result{Collection: collection}, cur, fmt.Errorf("read observed state of %s: %w", collection, err)
 	}
+	if facts.Inc() != head.Inc() {
+		facts = contract.CollectionFacts{Collection: collection, Incarnation: head.Incarnation, FactsVersion: facts.FactsVersion}
+	}
 	now := o.now()
 	st := Observed{
-		Collection: collection, Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
+		Collection: collection, Incarnation: head.Inc(), Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
 		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion,
 		Debt: o.debt(root, facts, now),
 	}
-	res = Result{Collection: collection, Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
+	res = Result{Collection: collection, Incarnation: head.Inc(), Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
 	switch {
 	case head.Version > prev.Version:
 		res.Outcome, res.Tasks = OutcomeAdvanced, o.tasks(head, st, now)
@@ -298,8 +321,49 @@ func (o *Observer) Preview(ctx context.Context, collection string) (res Result, 
 	default:
 		res.Outcome, cur = OutcomeStale, prev
 		if prev.Version > head.Version || prev.Version == head.Version {
-			res.Tasks = []contract.Task{contract.NewSweepTask(contract.KindGC, collection, head.Version, head.ManifestChecksum, res.FactsVersion, now.UnixMilli())}
+			res.Tasks = []contract.Task{contract.NewSweepTask(contract.KindGC, collection, head.Version, head.ManifestChecksum, res.FactsVersion, now.UnixMilli()).In(head.Inc())}
 		}
 	}
 	return res, cur, nil
+}
+
+// reconcileTombstone schedules the cleanup of a dropped incarnation until
+// it is finished: one tombstone_cleanup sweep task per pass (a run is
+// bounded; its progress is remembered, so each task continues where the
+// last stopped). Nothing is scheduled once CCS recorded the incarnation's
+// release intent or the cleanup recorded its completion. The task's base
+// is the incarnation's head while it exists; once the cleanup deleted the
+// head it has none.
+func (o *Observer) reconcileTombstone(ctx context.Context, facts contract.CollectionFacts) ([]contract.Task, error) {
+	c, inc := facts.Collection, facts.Inc()
+	if facts.ReleaseIntentRecorded {
+		return nil, nil
+	}
+	if o.cleanups != nil {
+		done, err := o.cleanups.CleanupDone(ctx, c, inc, facts.FactsVersion)
+		if err != nil {
+			return nil, fmt.Errorf("read tombstone cleanup progress of %s incarnation %d: %w", c, inc, err)
+		}
+		if done {
+			return nil, nil
+		}
+	}
+	var version uint64
+	var checksum string
+	head, err := lineage.ReadHead(ctx, o.objects, c)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("read head of dropped %s: %w", c, err)
+	case head.Inc() == inc:
+		version, checksum = head.Version, head.ManifestChecksum
+	default:
+		// The head is another lifetime's: nothing of this one to clean
+		// through it; the task still deletes what remains of it.
+	}
+	t := contract.NewSweepTask(contract.KindTombstoneCleanup, c, version, checksum, facts.FactsVersion, o.now().UnixMilli()).In(inc)
+	if err := o.queue.Enqueue(ctx, []contract.Task{t}); err != nil {
+		return nil, fmt.Errorf("enqueue tombstone cleanup of %s incarnation %d: %w", c, inc, err)
+	}
+	return []contract.Task{t}, nil
 }

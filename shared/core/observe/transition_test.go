@@ -31,7 +31,9 @@ func (m memState) Advance(_ context.Context, st observe.Observed) (observe.Obser
 	m[st.Collection] = st
 	return prev, nil
 }
-func (m memState) Get(_ context.Context, c string) (observe.Observed, error) { return m[c], nil }
+func (m memState) Get(_ context.Context, c string, _ uint64) (observe.Observed, error) {
+	return m[c], nil
+}
 func (m memState) Revert(_ context.Context, st, prev observe.Observed) error {
 	m[st.Collection] = prev
 	return nil
@@ -59,11 +61,11 @@ func commitRoot(t *testing.T, objs memObjects, v uint64, parts ...contract.PartR
 		Change: contract.Change{Added: []contract.ObjectEntry{}, Removed: []contract.ObjectEntry{}}, Parts: []contract.PartRef{}}
 	if v > 1 {
 		m.ParentVersion, m.ParentChecksum = v-1, contract.Checksum([]byte("parent"))
-		m.ParentKey = contract.ManifestKey("c1", v-1, m.ParentChecksum)
+		m.ParentKey = contract.ManifestKey("c1", 1, v-1, m.ParentChecksum)
 	}
 	for i, p := range parts {
 		sum := contract.Checksum(fmt.Appendf(nil, "part %d %d", v, i))
-		p.Key, p.Checksum, p.ObjectCount = contract.PartKey("c1", v, sum), sum, 1
+		p.Key, p.Checksum, p.ObjectCount = contract.PartKey("c1", 1, v, sum), sum, 1
 		p.FirstKey = fmt.Sprintf("%sl%d/x.seg", contract.DataPrefix("c1"), i)
 		p.LastKey = p.FirstKey
 		m.Parts = append(m.Parts, p)
@@ -74,8 +76,8 @@ func commitRoot(t *testing.T, objs memObjects, v uint64, parts ...contract.PartR
 		t.Fatal(err)
 	}
 	sum := contract.Checksum(body)
-	objs[contract.ManifestKey("c1", v, sum)] = body
-	head, _ := contract.Encode(contract.Head{SchemaVersion: 1, Collection: "c1", Version: v, ManifestKey: contract.ManifestKey("c1", v, sum), ManifestChecksum: sum, CommittedAtUnixMs: 1})
+	objs[contract.ManifestKey("c1", 1, v, sum)] = body
+	head, _ := contract.Encode(contract.Head{SchemaVersion: 1, Collection: "c1", Version: v, ManifestKey: contract.ManifestKey("c1", 1, v, sum), ManifestChecksum: sum, CommittedAtUnixMs: 1})
 	objs[contract.HeadKey("c1")] = head
 }
 

@@ -73,5 +73,6 @@ func ObserverHandlerWith(c Config, cl Clients, rt Runtime, g guard.Set) *handler
 	}
 	cfg := observe.ConfigFrom(c.Policy, compact.PolicyFrom(c.Policy.Compaction).Due)
 	uc := observe.New(bucket, state, queues, facts, rt.Now, cfg, m, rt.Log).WithGuards(g)
+	uc.SetCleanups(awsio.NewProgressTable(cl.Dynamo, c.Table))
 	return handler.NewObserver(uc, catalog, queues, handler.Batch{Reserve: c.Policy.BatchReserve(), Guards: g}, m, rt.Out, rt.Now, rt.Log)
 }

@@ -43,6 +43,9 @@ func (g GCBucket) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResu
 	return gc.DeleteResult{Deleted: r.Deleted, Failed: r.Failed}, err
 }
 
+// Delete deletes one key (a dropped incarnation's head pointer).
+func (g GCBucket) Delete(ctx context.Context, key string) error { return g.B.Delete(ctx, key) }
+
 // GCReadPorts are the read-only ports (plans, the CLI).
 func GCReadPorts(c Config, cl Clients) gc.ReadPorts {
 	data := GCBucket{B: awsio.NewBucket(cl.S3, c.Bucket)}
@@ -81,6 +84,8 @@ func GCPorts(c Config, cl Clients) gc.Ports {
 		// token bucket in the coordinator's table, one second of burst.
 		Budget: awsio.NewTokenBucket(cl.Dynamo, c.Table, GCDeleteBudget, c.Policy.GC.GlobalDeletesPerSec,
 			max(c.Policy.GC.GlobalDeletesPerSec, float64(c.Policy.GC.BatchSize)), fmt.Sprintf("gc-%016x", rand.Uint64())),
+		Progress: awsio.NewProgressTable(cl.Dynamo, c.Table),
+		Heads:    data,
 	}
 }
 

@@ -68,7 +68,9 @@ func (m memState) Advance(_ context.Context, st observe.Observed) (observe.Obser
 	m[st.Collection] = st
 	return prev, nil
 }
-func (m memState) Get(_ context.Context, c string) (observe.Observed, error) { return m[c], nil }
+func (m memState) Get(_ context.Context, c string, _ uint64) (observe.Observed, error) {
+	return m[c], nil
+}
 func (m memState) Revert(_ context.Context, st, prev observe.Observed) error {
 	m[st.Collection] = prev
 	return nil
@@ -107,8 +109,8 @@ func observerFixture(t testing.TB) (*handler.Observer, *recQueue) {
 		t.Fatal(err)
 	}
 	sum := contract.Checksum(body)
-	objs[contract.ManifestKey("orders", 1, sum)] = body
-	head, _ := contract.Encode(contract.Head{SchemaVersion: 1, Collection: "orders", Version: 1, ManifestKey: contract.ManifestKey("orders", 1, sum), ManifestChecksum: sum, CommittedAtUnixMs: 1})
+	objs[contract.ManifestKey("orders", 1, 1, sum)] = body
+	head, _ := contract.Encode(contract.Head{SchemaVersion: 1, Collection: "orders", Version: 1, ManifestKey: contract.ManifestKey("orders", 1, 1, sum), ManifestChecksum: sum, CommittedAtUnixMs: 1})
 	objs[contract.HeadKey("orders")] = head
 	q := &recQueue{}
 	cfg := observe.DefaultConfig()
@@ -222,6 +224,9 @@ func (w *tripwire) DeleteBatch(context.Context, []string) (gc.DeleteResult, erro
 func (w *tripwire) Watermark(context.Context) (contract.Watermark, error) {
 	return contract.Watermark{}, w.trip("watermark")
 }
+func (w *tripwire) Head(context.Context, string) (contract.Head, error) {
+	return contract.Head{}, w.trip("head")
+}
 func (w *tripwire) HeadRoot(context.Context, string) (contract.Head, contract.Manifest, error) {
 	return contract.Head{}, contract.Manifest{}, w.trip("head")
 }
@@ -314,6 +319,10 @@ type baseLineage struct {
 	held map[string]contract.ObjectEntry
 }
 
+func (l *baseLineage) Head(ctx context.Context, c string) (contract.Head, error) {
+	h, _, err := l.HeadRoot(ctx, c)
+	return h, err
+}
 func (l *baseLineage) HeadRoot(context.Context, string) (contract.Head, contract.Manifest, error) {
 	return l.head, contract.Manifest{SchemaVersion: 1, Collection: l.head.Collection, Version: l.head.Version}, nil
 }

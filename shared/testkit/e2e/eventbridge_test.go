@@ -70,7 +70,7 @@ func TestHeadEventsThroughEventBridgeNextToAConflictingNotification(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	observed, sum, err := awsio.NewObservedTable(env.Clients.Dynamo, env.Config.Table).HighestObserved(ctx, "c1")
+	observed, sum, err := awsio.NewObservedTable(env.Clients.Dynamo, env.Config.Table).HighestObserved(ctx, "c1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

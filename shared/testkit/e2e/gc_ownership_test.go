@@ -31,7 +31,7 @@ func TestGCNeverDeletesAnotherWritersUpload(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ingest := contract.AppendSegmentKey("c1", head.Version+1, 0) // its commit lands later
+		ingest := contract.AppendSegmentKey("c1", 1, head.Version+1, 0) // its commit lands later
 		foreign := []string{ingest, contract.DataPrefix("c1") + "l1/import-2026-01-01/0000.seg", contract.DataPrefix("c1") + "l2/bulk-load-7/part-00001.seg"}
 		for _, k := range foreign {
 			if _, err := e.Bucket.Put(e.ctx, k, []byte("uploaded by another writer: "+k)); err != nil {

@@ -130,7 +130,7 @@ func (e *gcEnv) add(c string, n int, minTs, maxTs int64) []contract.ObjectEntry 
 	_, err := e.Publisher.Commit(e.ctx, c, func(ctx context.Context, base publisher.Snapshot) (publisher.Change, error) {
 		out = nil
 		for i := range n {
-			key := contract.AppendSegmentKey(c, base.Head.Version+1, i)
+			key := contract.AppendSegmentKey(c, base.Head.Inc(), base.Head.Version+1, i)
 			body := []byte("segment " + key)
 			if _, err := e.Bucket.Put(ctx, key, body); err != nil {
 				return publisher.Change{}, err
@@ -218,7 +218,6 @@ var (
 	guardsOn       = guard.All()
 	withoutGates   = mustWithout("delete_gates")
 	withoutTrimOrd = mustWithout("manifest_before_objects")
-	withoutRelease = mustWithout("release_dependencies")
 )
 
 func mustWithout(name string) guard.Set {
@@ -433,7 +432,7 @@ func TestGCStopsOnUnknownManifestField(t *testing.T) {
 		root["retained_objects"] = []string{obj[0].Key}
 		nb, _ := json.Marshal(root)
 		sum := contract.Checksum(nb)
-		key := contract.ManifestKey("c1", head.Version+1, sum)
+		key := contract.ManifestKey("c1", 1, head.Version+1, sum)
 		if _, err := e.Bucket.Put(e.ctx, key, nb); err != nil {
 			t.Fatal(err)
 		}
@@ -700,74 +699,87 @@ func TestGCNeverCommittedOutputsAfterTaskLifetime(t *testing.T) {
 	})
 }
 
-func TestGCTombstoneCleanupCompletesOnlyWhenEverythingIsGone(t *testing.T) {
-	bothWays(t, withoutRelease, func(t *testing.T, g guard.Set) []string {
-		e := startGC(t, nil)
-		e.create("c1", contract.Lifecycle{})
-		a := e.add("c1", 2, 0, 0)
-		b := e.add("c1", 2, 0, 0)
-		e.commit("c1", a, nil)
-		e.clk.Advance(time.Hour)
-		facts, err := e.CCS.PutFacts(e.ctx, contract.CollectionFacts{Collection: "c1", Tombstoned: true, ReservationHorizonUnixMs: e.clk.Now().UnixMilli()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.watermark(e.clk.Now())
-		head, _ := e.Lineage.Head(e.ctx, "c1")
-		task := contract.NewTask(contract.KindTombstoneCleanup, "c1", head.Version, head.ManifestChecksum, facts.FactsVersion, e.clk.Now().UnixMilli())
-		ex, _ := e.executor(g, nil)
-		rep, err := ex.Run(e.ctx, task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v []string
-		// The head's objects were evicted by the tombstone just now: a token
-		// may still open the head, so they stay and cleanup is incomplete.
-		if !e.exists(b[0].Key) {
-			t.Fatalf("head objects deleted inside the token lifetime: %+v", rep)
-		}
-		if rep.Complete {
-			v = append(v, "completion reported while head objects remain")
-		}
-		e.clk.Advance(time.Hour)
-		e.watermark(e.clk.Now())
-		// The production handler, through the real queue.
-		body, _ := contract.Encode(task)
-		ev, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body)}}})
-		out, err := e.Stack.Invoke(e.ctx, resources.FnGC, ev)
-		if err != nil || strings.Contains(string(out), "m1") {
-			t.Fatalf("gc function failed: %s %v", out, err)
-		}
-		for _, o := range append(a, b...) {
-			if e.exists(o.Key) {
-				t.Fatalf("%s survived tombstone cleanup", o.Key)
+// A dropped collection is cleaned in bounded runs (each at most
+// tombstone_max_calls delete calls) that resume from the cursor stored in
+// the table, also after a run that crashed mid-way; at the end nothing of
+// the incarnation remains (objects, roots, parts, change parts, the head)
+// and exactly one completion is handed off; a run after that does nothing.
+func TestGCTombstoneCleanupBoundedRunsResume(t *testing.T) {
+	e := startGC(t, func(p *policy.Policy) { p.GC.TombstoneMaxCalls, p.GC.BatchSize = 3, 4 })
+	e.create("c1", contract.Lifecycle{})
+	var all []contract.ObjectEntry
+	for range 4 {
+		all = append(all, e.add("c1", 10, 0, 0)...)
+	}
+	e.commit("c1", all[:12], nil) // removals the next sweep has not deleted yet
+	facts, err := e.CCS.Drop(e.ctx, "c1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Hour)
+	e.watermark(e.clk.Now())
+	head, _ := e.Lineage.Head(e.ctx, "c1")
+	task := contract.NewTask(contract.KindTombstoneCleanup, "c1", head.Version, head.ManifestChecksum, facts.FactsVersion, e.clk.Now().UnixMilli())
+	// The run that first deletes manifests dies there (its context ends:
+	// the function timed out), saving nothing.
+	crashed := false
+	var kill context.CancelFunc
+	ex, _ := e.executor(guard.All(), func(d gc.Deleter) gc.Deleter {
+		return deleterFunc(func(ctx context.Context, keys []string) (gc.DeleteResult, error) {
+			if !crashed && strings.Contains(keys[0], "/manifests/") {
+				crashed = true
+				kill()
+				return gc.DeleteResult{}, ctx.Err()
 			}
-		}
-		if !e.exists(contract.HeadKey("c1")) {
-			t.Fatal("GC must never delete the head")
-		}
-		w, err := e.Lineage.WalkFrom(e.ctx, "c1", 1)
-		if err != nil || len(w.Roots) != 1 {
-			t.Fatalf("every root but the head's should be gone: %d %v", len(w.Roots), err)
-		}
-		msgs := receiveAll(t, e, resources.QueueHandoff)
-		var completes []bool
-		for _, m := range msgs {
-			c, err := contract.DecodeCompletion("handoff", []byte(m))
-			if err != nil || c.Cleanup == nil || c.Kind != contract.KindTombstoneCleanup {
-				t.Fatalf("bad completion %s: %v", m, err)
-			}
-			completes = append(completes, c.Cleanup.Complete)
-		}
-		want := []bool{false, true}
-		if rep.Complete {
-			want = []bool{true} // the same identity twice within 5 minutes: deduplicated
-		}
-		if !slices.Equal(completes, want) {
-			t.Fatalf("want completions %v, got %v", want, completes)
-		}
-		return v
+			return d.DeleteBatch(ctx, keys)
+		})
 	})
+	runs, failures := 0, 0
+	var rep gc.TombstoneReport
+	for ; runs < 100; runs++ {
+		var ctx context.Context
+		ctx, kill = context.WithCancel(e.ctx)
+		rep, err = ex.RunTombstone(ctx, task)
+		kill()
+		if rep.Calls > 3 {
+			t.Fatalf("run %d made %d delete calls, over its budget of 3", runs, rep.Calls)
+		}
+		if err != nil {
+			failures++
+			continue
+		}
+		if rep.Outcome == gc.TombCompleted {
+			break
+		}
+		if rep.Outcome != gc.TombProgressed {
+			t.Fatalf("run %d: %+v", runs, rep)
+		}
+	}
+	if rep.Outcome != gc.TombCompleted || !crashed || failures != 1 || runs < 5 {
+		t.Fatalf("after %d runs (%d failed, crashed %v): %+v", runs, failures, crashed, rep)
+	}
+	ls, err := e.Bucket.List(e.ctx, contract.CollectionPrefix("c1"))
+	if err != nil || len(ls) > 0 {
+		t.Fatalf("%d keys of the dropped incarnation remain: %v", len(ls), err)
+	}
+	if rep, _ = ex.RunTombstone(e.ctx, task); rep.Outcome != gc.TombDone || rep.Calls != 0 {
+		t.Fatalf("a run after completion: %+v", rep)
+	}
+	msgs := receiveAll(t, e, resources.QueueHandoff)
+	if len(msgs) != 1 {
+		t.Fatalf("%d completions, want 1", len(msgs))
+	}
+	c, err := contract.DecodeCompletion("handoff", []byte(msgs[0]))
+	if err != nil || c.Cleanup == nil || !c.Cleanup.Complete || len(c.Cleanup.Dependencies) != 5 {
+		t.Fatalf("completion %s: %v", msgs[0], err)
+	}
+	t.Logf("%d runs, %d delete calls, %d objects", runs+1, rep.Progress.DeleteCalls, rep.Progress.ObjectsDeleted)
+}
+
+type deleterFunc func(ctx context.Context, keys []string) (gc.DeleteResult, error)
+
+func (f deleterFunc) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResult, error) {
+	return f(ctx, keys)
 }
 
 func receiveAll(t *testing.T, e *gcEnv, class string) []string {

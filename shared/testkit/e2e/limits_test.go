@@ -51,7 +51,7 @@ func TestOversizedDocumentsAreRefused(t *testing.T) {
 				rb, _ := e.Bucket.Get(e.ctx, head.ManifestKey)
 				big := padded(rb, contract.MaxRootBytes+1)
 				sum := contract.Checksum(big)
-				head.ManifestKey, head.ManifestChecksum = contract.ManifestKey("c1", head.Version, sum), sum
+				head.ManifestKey, head.ManifestChecksum = contract.ManifestKey("c1", 1, head.Version, sum), sum
 				e.put(head.ManifestKey, big)
 				hb, _ := contract.Encode(head)
 				e.put(contract.HeadKey("c1"), hb)

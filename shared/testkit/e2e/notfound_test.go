@@ -24,7 +24,7 @@ func TestCompactionPinnedRootGoneIsStale(t *testing.T) {
 	ctx := context.Background()
 	cxSetup(t, env, "c1", 4)
 	task, body := cxTask(t, env, "c1")
-	if err := env.Bucket.Delete(ctx, contract.ManifestKey("c1", task.BaseManifestVersion, task.BaseManifestChecksum)); err != nil {
+	if err := env.Bucket.Delete(ctx, contract.ManifestKey("c1", 1, task.BaseManifestVersion, task.BaseManifestChecksum)); err != nil {
 		t.Fatal(err)
 	}
 	if failed, _ := cxInvoke(t, env, resources.FnCompaction, body); len(failed) > 0 {

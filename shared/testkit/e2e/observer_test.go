@@ -84,7 +84,7 @@ func TestOlderEventAfterNewerChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := awsio.NewObservedTable(env.FunctionClients(resources.FnObserver).Dynamo, env.Config.Table)
-	before, err := state.Get(context.Background(), "c1")
+	before, err := state.Get(context.Background(), "c1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestOlderEventAfterNewerChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := state.Get(context.Background(), "c1")
+	after, _ := state.Get(context.Background(), "c1", 1)
 	// The older event re-reads the newer head: a duplicate observation,
 	// which re-sends that head's task (deduplicated by the FIFO queue).
 	if queueDepth(t, env, resources.QueueCompaction) != depthBefore || calls["dynamodb:PutItem"]+calls["dynamodb:DeleteItem"] != 0 || after != before {
@@ -124,7 +124,7 @@ func TestObservedStateOnlyMovesForward(t *testing.T) {
 func writeHead(t *testing.T, env *localenv.Env, root []byte, checksum string, version uint64) {
 	t.Helper()
 	ctx := context.Background()
-	key := contract.ManifestKey("c1", version, checksum)
+	key := contract.ManifestKey("c1", 1, version, checksum)
 	if _, err := env.Bucket.Put(ctx, key, root); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestEventForOtherKeyIsIgnored(t *testing.T) {
 	env := newHeldEnv(t)
 	ctx := context.Background()
 	// The bucket notification filter does not even deliver data keys...
-	if _, err := env.Bucket.Put(ctx, contract.AppendSegmentKey("c1", 99, 0), []byte("x")); err != nil {
+	if _, err := env.Bucket.Put(ctx, contract.AppendSegmentKey("c1", 1, 99, 0), []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	if evs := env.Stack.TakeS3Events(); len(evs) != 0 {

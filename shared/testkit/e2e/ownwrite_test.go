@@ -231,7 +231,7 @@ func TestObservedRevertAppliedAnswerLostSucceeds(t *testing.T) {
 			if err := tbl.Revert(ctx, st, tc.prev); err != nil || f.Hits() != 1 {
 				t.Fatalf("revert: %v (fault hits %d), want success", err, f.Hits())
 			}
-			if cur, _ := tbl.Get(ctx, "c1"); cur.Version != tc.prev.Version {
+			if cur, _ := tbl.Get(ctx, "c1", 1); cur.Version != tc.prev.Version {
 				t.Fatalf("state v%d after the revert, want v%d", cur.Version, tc.prev.Version)
 			}
 		})

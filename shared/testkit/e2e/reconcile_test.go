@@ -89,7 +89,7 @@ func TestReconcileFansOutOneRequestPerCollection(t *testing.T) {
 	}
 	state := awsio.NewObservedTable(env.Clients.Dynamo, env.Config.Table)
 	for _, c := range cols {
-		st, err := state.Get(ctx, c)
+		st, err := state.Get(ctx, c, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

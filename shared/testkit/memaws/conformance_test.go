@@ -368,7 +368,7 @@ func TestDynamoObservedStateConditions(t *testing.T) {
 		if !errors.Is(err, store.ErrConditionFailed) || prev.Version != 4 || prev.Checksum != "sha256:4" {
 			t.Fatalf("stale advance: %+v %v, want the condition to fail and return v4", prev, err)
 		}
-		got, err := ot.Get(ctx, "c")
+		got, err := ot.Get(ctx, "c", 1)
 		if err != nil || got.Version != 4 || got.Debt.GCObjects != 5 || got.Debt.GCDueAtUnixMs != 5002 {
 			t.Fatalf("state: %+v %v (GC debt accumulates, due time is the first)", got, err)
 		}
@@ -378,7 +378,7 @@ func TestDynamoObservedStateConditions(t *testing.T) {
 		if err := ot.Revert(ctx, st(4, 0), observe.Observed{}); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := ot.Get(ctx, "c"); err != nil || got.Version != 0 {
+		if got, err := ot.Get(ctx, "c", 1); err != nil || got.Version != 0 {
 			t.Fatalf("after reverting the first state: %+v %v", got, err)
 		}
 	})

@@ -47,6 +47,7 @@ func (w *World) gcReadPorts() gc.ReadPorts {
 // observerHandler is the observer function.
 func (w *World) observerHandler(r fnRun) *handler.Observer {
 	uc := observe.New(w.bucket, w.state, w.queues, w.ccs, r.now, observe.ConfigFrom(w.pol, w.compactionPolicy().Due), r.m, r.log).WithGuards(w.cfg.Guards)
+	uc.SetCleanups(w.progress)
 	return handler.NewObserver(uc, w.ccs, w.queues, handler.Batch{Reserve: w.pol.BatchReserve(), Guards: w.cfg.Guards}, r.m, r.out, r.now, r.log)
 }
 
@@ -211,7 +212,7 @@ func (w *World) checkObservation(r handler.ObservedHead) {
 	}
 	if r.Outcome == "duplicate" && len(r.Tasks) == 0 {
 		var st observe.Observed
-		w.system(func() { st, _ = w.state.Get(w.ctx, r.Collection) })
+		w.system(func() { st, _ = w.state.Get(w.ctx, r.Collection, 1) })
 		if st.Version == r.Version && st.Debt.CompactionDue && !st.Debt.TombstoneActive && !w.taskFor(st) {
 			w.violate("lost-enqueue", "%s v%d: compaction is due, the duplicate observation enqueued nothing and no task for the head is queued or leased", r.Collection, r.Version)
 		}
@@ -276,7 +277,8 @@ func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 		ex := compact.NewExecutor(w.bucket, checkedLeases{w: w, l: lease.New(w.leases, g)}, w.ccs, w.queues, r.now, cfg, r.m, r.log)
 		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log).WithBatch(batch)
 	case resources.QueueGC:
-		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: app.GCBucket{B: w.bucket}, Sweeps: w.state, Completions: w.queues}
+		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: app.GCBucket{B: w.bucket}, Sweeps: w.state, Completions: w.queues,
+			Progress: w.progress, Heads: app.GCBucket{B: w.bucket}}
 		// Unpaced; a backoff sleep advances the simulated clock while the
 		// world moves on (the collection of a GC batch is its group).
 		sleep := func(ctx context.Context, d time.Duration) error {
@@ -561,7 +563,7 @@ func (w *World) operatorConfirms(c string) {
 			pl.RootsAbove = append(pl.RootsAbove, k)
 		}
 	}
-	if st, err := w.state.Get(w.ctx, c); err == nil && st.Version != 0 {
+	if st, err := w.state.Get(w.ctx, c, 1); err == nil && st.Version != 0 {
 		pl.HighestObserved, pl.HighestObservedChecksum = st.Version, st.Checksum
 	}
 	conf, ok := gc.ConfirmationFor(pl, "sim-operator", "", time.UnixMilli(w.t))
@@ -667,7 +669,7 @@ func (w *World) wipe() {
 func (w *World) tombstone(c string) {
 	col := w.cols[c]
 	f := w.ccs.facts[c]
-	f.Tombstoned, f.ReservationHorizonUnixMs = true, w.t
+	f.Tombstoned, f.TombstonedAtUnixMs, f.ReservationHorizonUnixMs = true, w.t, w.t
 	f = w.ccs.put(f)
 	col.tombstoned, col.horizon = true, w.t
 	w.count("tombstone")
@@ -1111,6 +1113,10 @@ func (w *World) checkConverged() {
 	}
 	for _, c := range w.colNames {
 		col := w.cols[c]
+		if col.tombstoned {
+			w.checkReleased(col)
+			continue
+		}
 		h := col.head()
 		snap := compact.Snapshot{Collection: c, Version: h.v, Checksum: h.checksum}
 		for _, k := range sortedKeys(h.objects) {
@@ -1121,7 +1127,7 @@ func (w *World) checkConverged() {
 			// debt of the head. Due with work left for the executor is
 			// stuck work; the executor's planner may also see jobs the
 			// observer's summary-based model does not trigger (counted).
-			st, err := w.state.Get(w.ctx, c)
+			st, err := w.state.Get(w.ctx, c, 1)
 			if err != nil {
 				w.violate("converged", "read observed state of %s: %v", c, err)
 				return
@@ -1214,13 +1220,22 @@ func (w *World) checkConverged() {
 				w.count("uncommitted-manifest-objects-left")
 			}
 		}
-		if col.tombstoned {
-			f := w.ccs.facts[c]
-			id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c, f.FactsVersion)
-			if _, ok := w.ccs.Intents[id]; !ok {
-				w.violate("converged", "tombstoned %s (facts v%d) has no release intent after the quiescent phase", c, f.FactsVersion)
-				return
-			}
-		}
+	}
+}
+
+// checkReleased: after the quiescent phase a dropped incarnation is
+// released: its release intent is recorded and nothing of it remains but
+// what GC may never delete (another writer's never-committed uploads,
+// what only a head regression's abandoned versions hold).
+func (w *World) checkReleased(col *collection) {
+	c := col.name
+	f := w.ccs.facts[c]
+	id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c, f.Inc())
+	if _, ok := w.ccs.Intents[id]; !ok {
+		w.violate("converged", "tombstoned %s (incarnation %d, facts v%d) has no release intent after the quiescent phase", c, f.Inc(), f.FactsVersion)
+		return
+	}
+	if k := w.releaseBlocker(c); k != "" {
+		w.violate("converged", "released %s: %s still exists after the quiescent phase", c, k)
 	}
 }

@@ -60,6 +60,7 @@ func (w *World) provision() error {
 	w.bucket = awsio.NewBucket(w.s3, d.Bucket.Name)
 	w.peek = peekObjects{s3: w.s3, bucket: d.Bucket.Name}
 	w.state = awsio.NewObservedTable(w.ddb, d.Table.Name)
+	w.progress = awsio.NewProgressTable(w.ddb, d.Table.Name)
 	w.leases = awsio.NewLeaseTable(w.ddb, d.Table.Name)
 	w.queues = awsio.NewFIFOQueues(w.sqs, w.urls)
 	return nil

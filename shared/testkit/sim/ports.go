@@ -92,13 +92,13 @@ func (c *CCS) RecordReleaseIntent(_ context.Context, req contract.ReleaseIntentR
 	if !apply {
 		return ans, err
 	}
-	f := c.facts[req.Collection]
-	if !f.Tombstoned {
-		ans.Status, ans.Reason = contract.IntentRejected, req.Collection+" is not tombstoned"
-		return ans, err
-	}
 	if _, ok := c.Intents[req.IntentID]; ok {
 		ans.Status = contract.IntentAlreadyRecorded
+		return ans, err
+	}
+	f := c.facts[req.Collection]
+	if !f.Tombstoned || f.Inc() != contract.Lifetime(req.Incarnation) {
+		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("%s incarnation %d is not tombstoned", req.Collection, contract.Lifetime(req.Incarnation))
 		return ans, err
 	}
 	c.w.checkReleaseDependencies(req)
@@ -107,6 +107,8 @@ func (c *CCS) RecordReleaseIntent(_ context.Context, req contract.ReleaseIntentR
 			req.IntentID, req.Collection, f.FactsVersion, req.FactsVersion, why)
 	}
 	c.Intents[req.IntentID] = Intent{Req: req, RecordedAt: c.w.t}
+	f.ReleaseIntentRecorded = true
+	c.put(f)
 	ans.Status, ans.RecordedAtUnixMs = contract.IntentRecorded, c.w.t
 	c.w.afterWrite("ccs-intent", req.Collection)
 	return ans, err

@@ -144,16 +144,17 @@ type World struct {
 
 	// The simulated AWS: one in-memory store per service (memaws), reached
 	// through the shipped adapters (awsio) by every function and owner.
-	s3     *memaws.S3
-	ddb    *memaws.Dynamo
-	sqs    *memaws.SQS
-	bucket *awsio.Bucket        // the data bucket
-	peek   peekObjects          // the data bucket without faults or hooks (invariant checks)
-	state  *awsio.ObservedTable // the coordinator table's observed state
-	leases *awsio.LeaseTable    // ... and its leases
-	queues *awsio.FIFOQueues
-	urls   map[string]string // queue class -> queue URL
-	dlqs   map[string]string // queue class -> DLQ URL
+	s3       *memaws.S3
+	ddb      *memaws.Dynamo
+	sqs      *memaws.SQS
+	bucket   *awsio.Bucket        // the data bucket
+	peek     peekObjects          // the data bucket without faults or hooks (invariant checks)
+	state    *awsio.ObservedTable // the coordinator table's observed state
+	progress *awsio.ProgressTable // tombstone cleanup cursors
+	leases   *awsio.LeaseTable    // ... and its leases
+	queues   *awsio.FIFOQueues
+	urls     map[string]string // queue class -> queue URL
+	dlqs     map[string]string // queue class -> DLQ URL
 
 	pub  *publisher.Publisher
 	late *publisher.Publisher // applies queued cutovers late (base CAS, as a real publisher)
@@ -653,10 +654,10 @@ func (w *World) protects(col *collection, v *version, key string) string {
 	}
 	sup := v.supTs
 	if sup == 0 {
-		if !col.tombstoned || col.horizon == 0 || key == v.rootKey || slices.Contains(v.parts, key) {
+		if !col.tombstoned || col.horizon == 0 {
 			return "committed head"
 		}
-		sup = col.horizon // a tombstone supersedes the head's objects
+		sup = col.horizon // a tombstone supersedes the head, its root, parts and objects
 	}
 	if w.t < sup+w.pol.GC.TokenLifetime.Ms() {
 		return fmt.Sprintf("superseded at +%.1fm, inside the token lifetime", float64(sup-startMs)/60000)
@@ -665,30 +666,38 @@ func (w *World) protects(col *collection, v *version, key string) string {
 }
 
 // checkReleaseDependencies is invariant (d): when CCS records a release
-// intent, every cleanup dependency of the collection is gone — every data
-// object and every manifest except the head's root and parts (which stay
-// with the publisher's head).
+// intent, every cleanup dependency of the incarnation is gone — every data
+// object, every manifest (roots, parts, change parts) and the head — and
+// the reservation horizon has passed.
 func (w *World) checkReleaseDependencies(req contract.ReleaseIntentRequest) {
 	col := w.cols[req.Collection]
 	if col == nil {
 		return
 	}
-	h := col.head()
-	for _, k := range w.s3.Keys(w.def.Bucket.Name, contract.CollectionPrefix(req.Collection)) {
-		if k == contract.HeadKey(req.Collection) || k == h.rootKey || slices.Contains(h.parts, k) {
-			continue
-		}
-		if contract.IsDataKey(req.Collection, k) && !col.committed[k] && !owned(req.Collection, k) {
+	if f := w.ccs.facts[req.Collection]; w.t < f.ReservationHorizonUnixMs {
+		w.violate("release-dependencies", "release intent %s for %s recorded before its reservation horizon (%d < %d)", req.IntentID, req.Collection, w.t, f.ReservationHorizonUnixMs)
+		return
+	}
+	if k := w.releaseBlocker(req.Collection); k != "" {
+		w.violate("release-dependencies", "release intent %s for %s recorded while %s still exists", req.IntentID, req.Collection, k)
+	}
+}
+
+// releaseBlocker names a key of c a release must wait for ("" when none).
+func (w *World) releaseBlocker(c string) string {
+	col := w.cols[c]
+	for _, k := range w.s3.Keys(w.def.Bucket.Name, contract.CollectionPrefix(c)) {
+		if contract.IsDataKey(c, k) && !col.committed[k] && !owned(c, k) {
 			continue // another writer's never-committed upload: not a dependency GC may clean
 		}
-		if col.abandoned[k] && !(contract.IsDataKey(req.Collection, k) && owned(req.Collection, k)) {
+		if col.abandoned[k] && !(contract.IsDataKey(c, k) && owned(c, k)) {
 			continue // only versions a head regression abandoned hold it: the owners', not GC's
 		}
-		if contract.IsDataKey(req.Collection, k) || col.committed[k] {
-			w.violate("release-dependencies", "release intent %s for %s recorded while %s still exists", req.IntentID, req.Collection, k)
-			return
+		if k == contract.HeadKey(c) || contract.IsDataKey(c, k) || col.committed[k] {
+			return k
 		}
 	}
+	return ""
 }
 
 // ---------------------------------------------------------------------------

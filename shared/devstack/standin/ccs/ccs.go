@@ -44,11 +44,19 @@ func key(pk, sk string) map[string]ddb.AttributeValue {
 	return map[string]ddb.AttributeValue{"pk": &ddb.AttributeValueMemberS{Value: pk}, "sk": &ddb.AttributeValueMemberS{Value: sk}}
 }
 
+// ErrReserved: the name's current incarnation is alive, or dropped and not
+// yet released (its release intent is not recorded).
+var ErrReserved = errors.New("collection name is reserved")
+
 // PutFacts stores facts with facts_version incremented by one, atomically.
+// Facts without an incarnation keep the current one (1 for a new name).
 func (s *Service) PutFacts(ctx context.Context, f contract.CollectionFacts) (contract.CollectionFacts, error) {
 	cur, err := s.Facts(ctx, f.Collection)
 	if err != nil && !errors.Is(err, ErrUnknownCollection) {
 		return f, err
+	}
+	if f.Incarnation == 0 {
+		f.Incarnation = cur.Inc()
 	}
 	f.SchemaVersion, f.FactsVersion = contract.SchemaVersion, cur.FactsVersion+1
 	body, err := contract.Encode(f)
@@ -72,6 +80,42 @@ func (s *Service) PutFacts(ctx context.Context, f contract.CollectionFacts) (con
 		return f, fmt.Errorf("put facts of %s: %w", f.Collection, err)
 	}
 	return f, nil
+}
+
+// Create registers a new lifetime of collection and returns its facts:
+// incarnation 1 for a new name, the next one for a name whose previous
+// lifetime was dropped and released (its release intent recorded). Any
+// other state of the name is ErrReserved.
+func (s *Service) Create(ctx context.Context, collection, namespace string, lc contract.Lifecycle) (contract.CollectionFacts, error) {
+	cur, err := s.Facts(ctx, collection)
+	f := contract.CollectionFacts{Collection: collection, Namespace: namespace, Lifecycle: lc, Incarnation: 1}
+	switch {
+	case errors.Is(err, ErrUnknownCollection):
+	case err != nil:
+		return f, err
+	case !cur.Tombstoned || !cur.ReleaseIntentRecorded:
+		return cur, fmt.Errorf("create %s: incarnation %d: %w", collection, cur.Inc(), ErrReserved)
+	default:
+		f.Incarnation = cur.Inc() + 1
+	}
+	return s.PutFacts(ctx, f)
+}
+
+// Drop tombstones the current incarnation of collection now, reserving the
+// name for reserve (the reservation horizon) and naming the control
+// artifacts its cleanup must delete.
+func (s *Service) Drop(ctx context.Context, collection string, reserve time.Duration, artifacts ...string) (contract.CollectionFacts, error) {
+	f, err := s.Facts(ctx, collection)
+	if err != nil {
+		return f, err
+	}
+	if f.Tombstoned {
+		return f, nil
+	}
+	now := s.now()
+	f.Tombstoned, f.TombstonedAtUnixMs, f.ReservationHorizonUnixMs = true, now.UnixMilli(), now.Add(reserve).UnixMilli()
+	f.ControlArtifacts = artifacts
+	return s.PutFacts(ctx, f)
 }
 
 // Facts returns a collection's facts.
@@ -114,12 +158,27 @@ func (s *Service) Collections(ctx context.Context) ([]string, error) {
 // An intent for a collection that is not tombstoned is rejected.
 func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
 	ans := contract.ReleaseIntentAnswer{SchemaVersion: contract.SchemaVersion, IntentID: req.IntentID}
+	if prev, ok, err := s.intent(ctx, req.IntentID); err != nil {
+		return ans, err
+	} else if ok {
+		// The identity is the incarnation's: a repeat is the same intent,
+		// whatever happened to the name since.
+		ans.Status, ans.RecordedAtUnixMs = contract.IntentAlreadyRecorded, prev
+		return ans, nil
+	}
 	f, err := s.Facts(ctx, req.Collection)
 	if err != nil {
 		return ans, err
 	}
-	if !f.Tombstoned {
+	switch {
+	case !f.Tombstoned:
 		ans.Status, ans.Reason = contract.IntentRejected, req.Collection+" is not tombstoned"
+		return ans, nil
+	case f.Inc() != contract.Lifetime(req.Incarnation):
+		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("%s is incarnation %d, the intent names %d", req.Collection, f.Inc(), contract.Lifetime(req.Incarnation))
+		return ans, nil
+	case len(f.PendingPreconditions) > 0:
+		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("preconditions pending: %v", f.PendingPreconditions)
 		return ans, nil
 	}
 	body, err := contract.Encode(req)
@@ -137,10 +196,31 @@ func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseI
 		ans.Status, ans.RecordedAtUnixMs = contract.IntentRecorded, now
 	case errors.As(err, &ccf):
 		ans.Status = contract.IntentAlreadyRecorded
+		return ans, nil
 	default:
 		return ans, fmt.Errorf("record intent %s: %w", req.IntentID, err)
 	}
+	if req.IntentKind == contract.CollectionReleaseIntent {
+		f.ReleaseIntentRecorded = true
+		if _, err := s.PutFacts(ctx, f); err != nil {
+			return ans, fmt.Errorf("mark %s incarnation %d released: %w", req.Collection, f.Inc(), err)
+		}
+	}
 	return ans, nil
+}
+
+// intent returns when the intent id was recorded, if it was.
+func (s *Service) intent(ctx context.Context, id string) (int64, bool, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key("INTENT#"+id, "INTENT"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return 0, false, fmt.Errorf("get intent %s: %w", id, err)
+	}
+	at, ok := out.Item["recorded_at"].(*ddb.AttributeValueMemberN)
+	if !ok {
+		return 0, false, nil
+	}
+	n, _ := strconv.ParseInt(at.Value, 10, 64)
+	return n, true, nil
 }
 
 // Intents lists recorded intents (for demos and tests).

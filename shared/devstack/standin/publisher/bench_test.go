@@ -155,7 +155,7 @@ func TestBulkLoadLayout(t *testing.T) {
 	}
 	// An ordinary commit on top rewrites only what it touches.
 	rem := []contract.ObjectEntry{syn.Object(5), syn.Object(500)}
-	add := []contract.ObjectEntry{{Key: contract.AppendSegmentKey("c", 3, 0), Size: 1, Checksum: contract.Checksum([]byte("x")), Tier: contract.TierHot,
+	add := []contract.ObjectEntry{{Key: contract.AppendSegmentKey("c", 1, 3, 0), Size: 1, Checksum: contract.Checksum([]byte("x")), Tier: contract.TierHot,
 		DocCount: 1, MinSeq: snap.Root.NextSeq, MaxSeq: snap.Root.NextSeq}}
 	h3, err := p.Commit(ctx, "c", func(context.Context, Snapshot) (Change, error) {
 		return Change{Added: add, Removed: rem, Origin: contract.Origin{Kind: contract.OriginAppend}, Seqs: 1}, nil
@@ -265,7 +265,7 @@ func (f *commitFixture) change(_ context.Context, base Snapshot) (Change, error)
 	}
 	seq := base.Root.NextSeq
 	for n := range 10 {
-		key := contract.AppendSegmentKey("bench", base.Head.Version+1, n)
+		key := contract.AppendSegmentKey("bench", 1, base.Head.Version+1, n)
 		ch.Added = append(ch.Added, contract.ObjectEntry{Key: key, Size: 4 << 20, Checksum: contract.Checksum([]byte(key)), Tier: contract.TierHot,
 			DocCount: 1000, MinTsUnixMs: base.Root.CommitTsUnixMs, MaxTsUnixMs: base.Root.CommitTsUnixMs + 1, MinSeq: seq, MaxSeq: seq + 999})
 		seq += 1000

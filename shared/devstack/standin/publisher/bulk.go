@@ -27,6 +27,12 @@ type PutFunc func(ctx context.Context, key string, body []byte) error
 // whole set.
 // version is the version whose root will reference the parts (their writer).
 func BuildParts(ctx context.Context, collection string, version uint64, n int, object func(i int) contract.ObjectEntry, maxPart int, put PutFunc) ([]contract.PartRef, contract.Summary, error) {
+	return BuildPartsIn(ctx, collection, 1, version, n, object, maxPart, put)
+}
+
+// BuildPartsIn is BuildParts for a collection's incarnation (its part keys
+// carry the incarnation tag).
+func BuildPartsIn(ctx context.Context, collection string, incarnation, version uint64, n int, object func(i int) contract.ObjectEntry, maxPart int, put PutFunc) ([]contract.PartRef, contract.Summary, error) {
 	if maxPart <= 0 {
 		maxPart = 4096
 	}
@@ -42,7 +48,7 @@ func BuildParts(ctx context.Context, collection string, version uint64, n int, o
 		}
 		// A base with no parts: applyChange encodes the chunk as fresh parts
 		// and carries the running summary forward.
-		base := contract.Manifest{Collection: collection, Summary: summary}
+		base := contract.Manifest{Collection: collection, Incarnation: incarnation, Summary: summary}
 		np, err := applyChange(ctx, base, version, nil, chunk, nil, maxPart)
 		if err != nil {
 			return err
@@ -96,7 +102,7 @@ func (p *Publisher) BulkLoad(ctx context.Context, collection string, n int, obje
 	}
 	version := base.Head.Version + 1
 	var inline []contract.ObjectEntry
-	cw := newChangeWriter(collection, version, p.opts.MaxPartObjects, p.putPart)
+	cw := newChangeWriter(collection, base.Root.Incarnation, version, p.opts.MaxPartObjects, p.putPart)
 	nextSeq := base.Root.NextSeq
 	var cerr error
 	collect := func(i int) contract.ObjectEntry {
@@ -109,7 +115,7 @@ func (p *Publisher) BulkLoad(ctx context.Context, collection string, n int, obje
 		}
 		return o
 	}
-	refs, summary, err := BuildParts(ctx, collection, version, n, collect, p.opts.MaxPartObjects, p.putPart)
+	refs, summary, err := BuildPartsIn(ctx, collection, base.Root.Incarnation, version, n, collect, p.opts.MaxPartObjects, p.putPart)
 	if err == nil {
 		err = cerr
 	}
@@ -123,7 +129,7 @@ func (p *Publisher) BulkLoad(ctx context.Context, collection string, n int, obje
 		}
 	}
 	root := contract.Manifest{
-		SchemaVersion: contract.SchemaVersion, Collection: collection, Version: version,
+		SchemaVersion: contract.SchemaVersion, Collection: collection, Incarnation: base.Root.Incarnation, Version: version,
 		ParentVersion: base.Head.Version, ParentKey: base.Head.ManifestKey, ParentChecksum: base.Head.ManifestChecksum,
 		CommitTsUnixMs: max(p.now().UnixMilli(), base.Root.CommitTsUnixMs+1), NextSeq: nextSeq,
 		Origin: contract.Origin{Kind: contract.OriginAppend},
@@ -182,7 +188,7 @@ func (s Synthetic) Object(i int) contract.ObjectEntry {
 	switch {
 	case i < l0:
 		level, tier = 0, contract.TierHot
-		key = contract.AppendSegmentKey(s.Collection, uint64(1_000_000+i/4), i%4)
+		key = contract.AppendSegmentKey(s.Collection, 1, uint64(1_000_000+i/4), i%4)
 		size = 1<<20 + int64(r%(7<<20)) // 1..8 MiB
 	case i < l0+l1:
 		j := i - l0

@@ -14,17 +14,18 @@ import (
 // at most maxPart entries of one kind, each written as soon as it is full
 // (memory: one part).
 type changeWriter struct {
-	collection string
-	version    uint64
-	maxPart    int
-	put        PutFunc
-	change     contract.Change
-	chunk      []contract.ObjectEntry
-	kind       string
+	collection  string
+	incarnation uint64
+	version     uint64
+	maxPart     int
+	put         PutFunc
+	change      contract.Change
+	chunk       []contract.ObjectEntry
+	kind        string
 }
 
-func newChangeWriter(collection string, version uint64, maxPart int, put PutFunc) *changeWriter {
-	return &changeWriter{collection: collection, version: version, maxPart: min(max(maxPart, 1), contract.MaxPartObjects), put: put,
+func newChangeWriter(collection string, incarnation, version uint64, maxPart int, put PutFunc) *changeWriter {
+	return &changeWriter{collection: collection, incarnation: incarnation, version: version, maxPart: min(max(maxPart, 1), contract.MaxPartObjects), put: put,
 		change: contract.Change{Added: []contract.ObjectEntry{}, Removed: []contract.ObjectEntry{}}}
 }
 
@@ -74,7 +75,7 @@ func (w *changeWriter) flush(ctx context.Context) error {
 		return err
 	}
 	sum := contract.Checksum(body)
-	ref := contract.ChangePartRef{Key: contract.ChangePartKey(w.collection, w.version, sum), Checksum: sum, Kind: w.kind, ObjectCount: len(w.chunk),
+	ref := contract.ChangePartRef{Key: contract.ChangePartKey(w.collection, w.incarnation, w.version, sum), Checksum: sum, Kind: w.kind, ObjectCount: len(w.chunk),
 		FirstKey: w.chunk[0].Key, LastKey: w.chunk[len(w.chunk)-1].Key}
 	if err := w.put(ctx, ref.Key, body); err != nil {
 		return fmt.Errorf("write change part %s: %w", ref.Key, err)
@@ -92,11 +93,11 @@ func (w *changeWriter) done(ctx context.Context) (contract.Change, error) {
 
 // buildChange is the change of a commit: inline when small, else written
 // in change parts (sorted copies of added and removed).
-func buildChange(ctx context.Context, collection string, version uint64, added, removed []contract.ObjectEntry, maxInline, maxPart int, put PutFunc) (contract.Change, error) {
+func buildChange(ctx context.Context, collection string, incarnation, version uint64, added, removed []contract.ObjectEntry, maxInline, maxPart int, put PutFunc) (contract.Change, error) {
 	if c, ok := inlineChange(added, removed, maxInline); ok {
 		return c, nil
 	}
-	w := newChangeWriter(collection, version, maxPart, put)
+	w := newChangeWriter(collection, incarnation, version, maxPart, put)
 	for _, kind := range []string{contract.ChangeAdded, contract.ChangeRemoved} {
 		list := added
 		if kind == contract.ChangeRemoved {

@@ -81,12 +81,12 @@ func applyChange(ctx context.Context, base contract.Manifest, version uint64, lo
 			out.refs = append(out.refs, ref)
 			continue
 		}
-		if err := out.addChunks(base.Collection, version, objs, maxPart); err != nil {
+		if err := out.addChunks(base.Collection, base.Inc(), version, objs, maxPart); err != nil {
 			return newParts{}, err
 		}
 	}
 	slices.SortFunc(fresh, func(a, b contract.ObjectEntry) int { return cmp.Compare(a.Key, b.Key) })
-	if err := out.addChunks(base.Collection, version, fresh, maxPart); err != nil {
+	if err := out.addChunks(base.Collection, base.Inc(), version, fresh, maxPart); err != nil {
 		return newParts{}, err
 	}
 	slices.SortFunc(out.refs, func(a, b contract.PartRef) int { return cmp.Compare(a.FirstKey, b.FirstKey) })
@@ -105,7 +105,7 @@ func insertionPart(parts []contract.PartRef, key string) int {
 
 // addChunks splits objs into parts of at most maxPart objects (half-full
 // after a split, so the next adds do not split again at once).
-func (n *newParts) addChunks(collection string, version uint64, objs []contract.ObjectEntry, maxPart int) error {
+func (n *newParts) addChunks(collection string, incarnation, version uint64, objs []contract.ObjectEntry, maxPart int) error {
 	if len(objs) == 0 {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (n *newParts) addChunks(collection string, version uint64, objs []contract.
 			return err
 		}
 		sum := contract.Checksum(body)
-		ref := contract.PartRef{Key: contract.PartKey(collection, version, sum), Checksum: sum, ObjectCount: len(chunk),
+		ref := contract.PartRef{Key: contract.PartKey(collection, incarnation, version, sum), Checksum: sum, ObjectCount: len(chunk),
 			FirstKey: chunk[0].Key, LastKey: chunk[len(chunk)-1].Key}
 		ref.MinObjectMaxTsUnixMs, ref.Tiers, ref.TierMinMaxTsUnixMs = contract.PartTierStats(chunk)
 		for _, o := range chunk {

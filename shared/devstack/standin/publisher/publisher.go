@@ -102,12 +102,23 @@ type Snapshot struct {
 	etag string
 }
 
-// Create commits version 1 (empty) of a new collection.
+// Create commits version 1 (empty) of a new collection's first lifetime.
 func (p *Publisher) Create(ctx context.Context, collection string) (contract.Head, error) {
+	return p.CreateIncarnation(ctx, collection, 1)
+}
+
+// CreateIncarnation commits version 1 (empty) of a collection's lifetime
+// incarnation (the CCS fact): its head and every root carry it, and every
+// key it writes has its tag. The head key must be free (the previous
+// lifetime's cleanup deleted it).
+func (p *Publisher) CreateIncarnation(ctx context.Context, collection string, incarnation uint64) (contract.Head, error) {
 	if !contract.ValidCollection(collection) {
 		return contract.Head{}, fmt.Errorf("create %q: invalid collection name", collection)
 	}
-	root := contract.Manifest{SchemaVersion: contract.SchemaVersion, Collection: collection, Version: 1,
+	if contract.Lifetime(incarnation) == 1 {
+		incarnation = 0 // the first lifetime is written as absent
+	}
+	root := contract.Manifest{SchemaVersion: contract.SchemaVersion, Collection: collection, Incarnation: incarnation, Version: 1,
 		CommitTsUnixMs: p.now().UnixMilli(), NextSeq: 1, Origin: contract.Origin{Kind: contract.OriginCreate},
 		Change: contract.Change{Added: []contract.ObjectEntry{}, Removed: []contract.ObjectEntry{}}, Parts: []contract.PartRef{}}
 	head, body, err := p.writeRoot(ctx, root)
@@ -211,12 +222,12 @@ func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (con
 			return contract.Head{}, fmt.Errorf("write part %s: %w", key, err)
 		}
 	}
-	change, err := buildChange(ctx, base.Root.Collection, base.Head.Version+1, ch.Added, ch.Removed, p.opts.MaxInlineChange, p.opts.MaxPartObjects, p.putPart)
+	change, err := buildChange(ctx, base.Root.Collection, base.Root.Incarnation, base.Head.Version+1, ch.Added, ch.Removed, p.opts.MaxInlineChange, p.opts.MaxPartObjects, p.putPart)
 	if err != nil {
 		return contract.Head{}, err
 	}
 	root := contract.Manifest{
-		SchemaVersion: contract.SchemaVersion, Collection: base.Root.Collection, Version: base.Head.Version + 1,
+		SchemaVersion: contract.SchemaVersion, Collection: base.Root.Collection, Incarnation: base.Root.Incarnation, Version: base.Head.Version + 1,
 		ParentVersion: base.Head.Version, ParentKey: base.Head.ManifestKey, ParentChecksum: base.Head.ManifestChecksum,
 		CommitTsUnixMs: max(p.now().UnixMilli(), base.Root.CommitTsUnixMs+1), NextSeq: base.Root.NextSeq + ch.Seqs, Origin: ch.Origin,
 		Change: change, Parts: nonNilRefs(np.refs), Summary: np.summary,
@@ -271,11 +282,11 @@ func (p *Publisher) writeRoot(ctx context.Context, root contract.Manifest) (cont
 		return contract.Head{}, nil, err
 	}
 	sum := contract.Checksum(body)
-	key := contract.ManifestKey(root.Collection, root.Version, sum)
+	key := contract.ManifestKey(root.Collection, root.Inc(), root.Version, sum)
 	if _, err := p.objects.PutIfAbsent(ctx, key, body); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
 		return contract.Head{}, nil, fmt.Errorf("write root %s: %w", key, err)
 	}
-	head := contract.Head{SchemaVersion: contract.SchemaVersion, Collection: root.Collection, Version: root.Version,
+	head := contract.Head{SchemaVersion: contract.SchemaVersion, Collection: root.Collection, Incarnation: root.Incarnation, Version: root.Version,
 		ManifestKey: key, ManifestChecksum: sum, CommittedAtUnixMs: root.CommitTsUnixMs}
 	hb, err := contract.Encode(head)
 	return head, hb, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -56,12 +57,19 @@ func New(pub *publisher.Publisher, ccsSvc *ccs.Service, objects Objects, now fun
 
 // Create registers a collection with CCS and commits its version 1.
 func (g *Generator) Create(ctx context.Context, collection string, lifecycle contract.Lifecycle) error {
+	inc := uint64(1)
 	if g.ccs != nil {
-		if _, err := g.ccs.PutFacts(ctx, contract.CollectionFacts{Collection: collection, Lifecycle: lifecycle}); err != nil {
+		f, err := g.ccs.Create(ctx, collection, "", lifecycle)
+		switch {
+		case errors.Is(err, ccs.ErrReserved) && !f.Tombstoned:
+			// The name's current lifetime is alive: the publisher says
+			// whether its head exists (ErrExists).
+		case err != nil:
 			return err
 		}
+		inc = f.Inc()
 	}
-	if _, err := g.pub.Create(ctx, collection); err != nil {
+	if _, err := g.pub.CreateIncarnation(ctx, collection, inc); err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -122,7 +130,7 @@ func (g *Generator) writeSegment(ctx context.Context, collection string, base pu
 	if err != nil {
 		return publisher.Change{}, err
 	}
-	key := contract.AppendSegmentKey(collection, base.Head.Version+1, 0)
+	key := contract.AppendSegmentKey(collection, base.Head.Inc(), base.Head.Version+1, 0)
 	body := buf.Bytes()
 	if _, err := g.objects.Put(ctx, key, body); err != nil {
 		return publisher.Change{}, fmt.Errorf("write segment %s: %w", key, err)

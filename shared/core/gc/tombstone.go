@@ -1,0 +1,656 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/lineage"
+	"github.com/searchfabric/bcc/shared/store"
+)
+
+// Tombstone cleanup phases, in order. The cursor only moves forward.
+const (
+	PhaseObjects   = "objects"   // data objects of the lineage (head parts, every root's removals)
+	PhaseOutputs   = "outputs"   // the coordinator's never-committed rewrite outputs of the incarnation
+	PhaseManifests = "manifests" // roots with their parts and change parts, oldest first
+	PhaseArtifacts = "artifacts" // the control artifacts CCS names
+	PhaseHead      = "head"      // the head pointer, while it names the incarnation
+	PhaseWaiting   = "waiting"   // cleaned; a dependency (horizon, CCS precondition) still pending
+	PhaseDone      = "done"      // completion handed to the release workflow: nothing more, ever
+)
+
+// TombstoneProgress is the resumable cursor of one dropped incarnation's
+// cleanup, kept in the coordinator table under (collection, incarnation)
+// and written only by conditional writes on Seq. It is disposable: wiped,
+// the cleanup starts over from the head and repeats deletes (a key already
+// gone counts as deleted); nothing is deleted that a fresh start would not
+// delete.
+type TombstoneProgress struct {
+	Collection  string `json:"collection"`
+	Incarnation uint64 `json:"incarnation"`
+	Phase       string `json:"phase"`
+	// The objects phase walks units newest root first: for the head's root
+	// its parts, then for every root its removed change (inline: one unit;
+	// in parts: one unit per part). CursorVersion/CursorUnit name the next
+	// unit; the head it was computed under pins it (a moved head restarts).
+	CursorVersion    uint64 `json:"cursor_version,omitempty"`
+	CursorUnit       int    `json:"cursor_unit,omitempty"`
+	CursorOffset     int    `json:"cursor_offset,omitempty"` // keys of the unit already confirmed
+	HeadVersion      uint64 `json:"head_version,omitempty"`
+	HeadChecksum     string `json:"head_checksum,omitempty"`
+	Runs             int    `json:"runs"`
+	DeleteCalls      int64  `json:"delete_calls"`
+	ObjectsDeleted   int64  `json:"objects_deleted"`
+	OutputsDeleted   int64  `json:"outputs_deleted"`
+	YoungOutputs     int64  `json:"young_outputs,omitempty"`
+	RootsDeleted     int64  `json:"roots_deleted"`
+	PartsDeleted     int64  `json:"parts_deleted"`
+	ArtifactsDeleted int64  `json:"artifacts_deleted"`
+	HeadDeleted      bool   `json:"head_deleted"`
+	StartedAtUnixMs  int64  `json:"started_at_unix_ms"`
+	UpdatedAtUnixMs  int64  `json:"updated_at_unix_ms"`
+	DoneAtUnixMs     int64  `json:"done_at_unix_ms,omitempty"`
+	// DoneFactsVersion is the CCS facts version the completion was
+	// reported under: the handoff releases only under exactly those facts,
+	// so a cursor closed under older facts is reopened (nothing is left to
+	// delete; the dependencies are judged and reported again).
+	DoneFactsVersion uint64                `json:"done_facts_version,omitempty"`
+	NextDueUnixMs    int64                 `json:"next_due_unix_ms,omitempty"`
+	Dependencies     []contract.Dependency `json:"dependencies,omitempty"`
+	// Seq fences writes: a save succeeds only over the Seq it read (or,
+	// for Seq 1, over no record). Run names the run that wrote it, so a
+	// save whose answer was lost is recognised as our own.
+	Seq uint64 `json:"seq"`
+	Run string `json:"run,omitempty"`
+}
+
+// ProgressStore keeps tombstone cleanup progress.
+type ProgressStore interface {
+	// LoadProgress returns the progress of (collection, incarnation);
+	// Seq 0 when there is none.
+	LoadProgress(ctx context.Context, collection string, incarnation uint64) (TombstoneProgress, error)
+	// SaveProgress writes p if the stored Seq is p.Seq-1 (none for 1);
+	// otherwise an error wrapping store.ErrConditionFailed.
+	SaveProgress(ctx context.Context, p TombstoneProgress) error
+}
+
+// HeadDeleter deletes a collection's head pointer.
+type HeadDeleter interface {
+	Delete(ctx context.Context, key string) error
+}
+
+// TombstoneReport is what one bounded run did.
+type TombstoneReport struct {
+	Collection  string                `json:"collection"`
+	Incarnation uint64                `json:"incarnation"`
+	Outcome     string                `json:"outcome"` // progressed | waiting | completed | done | stale | deferred
+	Reason      string                `json:"reason,omitempty"`
+	Phase       string                `json:"phase"`
+	Calls       int                   `json:"calls"` // delete calls this run
+	Deleted     int                   `json:"deleted"`
+	Bounded     bool                  `json:"bounded"` // the run stopped at its time or call budget
+	Progress    TombstoneProgress     `json:"progress"`
+	Deps        []contract.Dependency `json:"dependencies,omitempty"`
+}
+
+// Tombstone run outcomes.
+const (
+	TombProgressed = "progressed"
+	TombWaiting    = "waiting"
+	TombCompleted  = "completed"
+	TombDone       = "done"
+	TombStale      = "stale"
+	TombDeferred   = "deferred"
+)
+
+// errBudget stops a run at its time or call budget.
+var errBudget = errors.New("run budget spent")
+
+type tombRun struct {
+	e        *Executor
+	task     contract.Task
+	facts    contract.CollectionFacts
+	p        TombstoneProgress
+	rep      TombstoneReport
+	deadline time.Time
+	maxCalls int
+}
+
+// RunTombstone runs one bounded step of the cleanup of the dropped
+// incarnation a tombstone_cleanup task names, resuming from the stored
+// cursor. It never acts on another incarnation (guard.IncarnationFence):
+// the CCS facts must say the task's incarnation is tombstoned, and the head
+// pointer is deleted only while it names that incarnation, re-read just
+// before the delete. The release dependencies are evaluated after the
+// cleanup; when all are confirmed (the reservation horizon passed:
+// guard.ReleaseHorizon) the completion goes to the handoff once and the
+// cursor is closed (PhaseDone): nothing schedules the incarnation again.
+func (e *Executor) RunTombstone(ctx context.Context, task contract.Task) (TombstoneReport, error) {
+	c, inc := task.Collection, task.Inc()
+	r := &tombRun{e: e, task: task, rep: TombstoneReport{Collection: c, Incarnation: inc},
+		deadline: e.now().Add(e.cfg.TombstoneRunBudget), maxCalls: e.cfg.TombstoneMaxCalls}
+	facts, err := e.ports.Facts.Facts(ctx, c)
+	if err != nil {
+		return r.rep, fmt.Errorf("tombstone cleanup of %s: read CCS facts: %w", c, err)
+	}
+	r.facts = facts
+	if e.cfg.Guards.IncarnationFence && (!facts.Tombstoned || facts.Inc() != inc) {
+		r.rep.Outcome, r.rep.Reason = TombStale, fmt.Sprintf("CCS facts are incarnation %d (tombstoned %v); the task is for dropped incarnation %d", facts.Inc(), facts.Tombstoned, inc)
+		e.metrics.Add("TombstoneTasksStale", 1)
+		e.log.Info("tombstone cleanup stale", "collection", c, "incarnation", inc, "reason", r.rep.Reason)
+		return r.rep, nil
+	}
+	if !facts.Tombstoned {
+		r.rep.Outcome, r.rep.Reason = TombStale, "not tombstoned"
+		return r.rep, nil
+	}
+	if e.ports.Progress == nil {
+		return r.rep, errors.New("tombstone cleanup: no progress store configured")
+	}
+	p, err := e.ports.Progress.LoadProgress(ctx, c, inc)
+	if err != nil {
+		return r.rep, fmt.Errorf("tombstone cleanup of %s incarnation %d: load progress: %w", c, inc, err)
+	}
+	if facts.ReleaseIntentRecorded || p.Phase == PhaseDone && p.DoneFactsVersion == facts.FactsVersion {
+		r.rep.Outcome, r.rep.Phase, r.rep.Progress = TombDone, p.Phase, p
+		e.metrics.Add("TombstoneTasksAfterDone", 1)
+		return r.rep, nil
+	}
+	if p.Phase == PhaseDone {
+		// Closed under other facts (the handoff dropped that completion):
+		// walk again from the head (cheap: everything is gone) and report
+		// under the current facts.
+		p.Phase, p.HeadVersion, p.HeadChecksum, p.DoneAtUnixMs = PhaseObjects, 0, "", 0
+	}
+	now := e.now()
+	if p.Seq == 0 {
+		p = TombstoneProgress{Collection: c, Incarnation: inc, Phase: PhaseObjects, StartedAtUnixMs: now.UnixMilli()}
+	}
+	p.Runs++
+	p.Run = fmt.Sprintf("%s/%d/%d", task.TaskID, now.UnixMilli(), p.Runs)
+	r.p = p
+	if reason, due, err := r.gates(ctx); err != nil {
+		return r.rep, err
+	} else if reason != "" {
+		r.rep.Outcome, r.rep.Reason, r.rep.Phase = TombDeferred, reason, r.p.Phase
+		r.p.NextDueUnixMs = due
+		return r.rep, r.save(ctx)
+	}
+	err = r.clean(ctx)
+	if errors.Is(err, errYoungOutputs) {
+		r.rep.Outcome, r.rep.Phase = TombWaiting, r.p.Phase
+		r.rep.Reason = fmt.Sprintf("%d never-committed outputs may still be committed until %d", r.p.YoungOutputs, r.p.NextDueUnixMs)
+		r.p.Dependencies = r.dependencies()
+		r.rep.Deps = r.p.Dependencies
+		return r.rep, r.save(ctx)
+	}
+	bounded := errors.Is(err, errBudget)
+	if err != nil && !bounded {
+		if serr := r.save(ctx); serr != nil {
+			e.log.Warn("save tombstone progress failed", "collection", c, "err", serr)
+		}
+		return r.rep, err
+	}
+	r.rep.Bounded = bounded
+	if bounded {
+		r.rep.Outcome = TombProgressed
+		e.metrics.Add("TombstoneRunsBounded", 1)
+		return r.rep, r.save(ctx)
+	}
+	return r.rep, r.finish(ctx, task)
+}
+
+// gates: a dropped incarnation's objects count as evicted at the drop
+// time (CCS's tombstoned_at; else its reservation horizon) and go through
+// the same time gates as any eviction (guard.DeleteGates): a continuation
+// token may hold its manifests for TokenLifetime, and the watermark must
+// be past it by the retention window.
+func (r *tombRun) gates(ctx context.Context) (reason string, dueAt int64, err error) {
+	if !r.e.cfg.Guards.DeleteGates {
+		return "", 0, nil
+	}
+	evict := r.facts.EvictedAtUnixMs()
+	if evict <= 0 {
+		return "CCS gives no tombstone time: nothing is evicted", 0, nil
+	}
+	now := r.e.now().UnixMilli()
+	if at := evict + (r.e.cfg.TokenLifetime + r.e.cfg.ClockSkew).Milliseconds(); now < at {
+		return fmt.Sprintf("pinned_manifest: tokens may open the dropped lineage until %d", at), at, nil
+	}
+	wm, werr := r.e.ports.Watermark.Watermark(ctx)
+	if werr != nil {
+		return "watermark unreadable: " + werr.Error(), now + r.e.cfg.RetryAfter.Milliseconds(), nil
+	}
+	if evict >= wm.GlobalSafeTsUnixMs-r.e.cfg.RetentionWindow.Milliseconds() {
+		return fmt.Sprintf("retention_window: global_safe_ts %d is not past the drop %d by %s", wm.GlobalSafeTsUnixMs, evict, r.e.cfg.RetentionWindow), now + r.e.cfg.RetryAfter.Milliseconds(), nil
+	}
+	return "", 0, nil
+}
+
+func (r *tombRun) clean(ctx context.Context) error {
+	for {
+		r.rep.Phase = r.p.Phase
+		var err error
+		switch r.p.Phase {
+		case PhaseObjects:
+			err = r.objects(ctx)
+		case PhaseOutputs:
+			err = r.outputs(ctx)
+		case PhaseManifests:
+			err = r.manifests(ctx)
+		case PhaseArtifacts:
+			err = r.artifacts(ctx)
+		case PhaseHead:
+			err = r.head(ctx)
+		case PhaseWaiting:
+			return nil
+		default:
+			return fmt.Errorf("tombstone progress of %s has unknown phase %q", r.task.Collection, r.p.Phase)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// walk reads the incarnation's lineage from its head. ok is false when the
+// head is gone, names another incarnation, or its root is gone (the
+// manifests phase deleted it): there is no lineage left to walk.
+func (r *tombRun) walk(ctx context.Context) (lineage.Walk, bool, error) {
+	w, err := r.e.lin.WalkFrom(ctx, r.task.Collection, 1)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return w, false, nil
+	case err != nil:
+		return w, false, fmt.Errorf("walk the dropped lineage of %s: %w", r.task.Collection, err)
+	case w.Head.Inc() != r.p.Incarnation:
+		return w, false, nil
+	}
+	return w, true, nil
+}
+
+// unit is one resumable step of the objects phase.
+type unit struct {
+	each func(ctx context.Context, fn func(contract.ObjectEntry) error) error
+}
+
+func (r *tombRun) units(m *contract.Manifest, head bool) []unit {
+	var us []unit
+	lin := r.e.lin
+	if head {
+		for i := range m.Parts {
+			ref := m.Parts[i]
+			us = append(us, unit{each: func(ctx context.Context, fn func(contract.ObjectEntry) error) error {
+				return lin.Each(ctx, m, func(p contract.PartRef) bool { return p.Key == ref.Key }, fn)
+			}})
+		}
+	}
+	if len(m.Change.Parts) == 0 {
+		if len(m.Change.Removed) > 0 {
+			us = append(us, unit{each: func(ctx context.Context, fn func(contract.ObjectEntry) error) error {
+				return lin.EachChange(ctx, m, contract.ChangeRemoved, fn)
+			}})
+		}
+		return us
+	}
+	for _, ref := range m.Change.Parts {
+		if ref.Kind != contract.ChangeRemoved {
+			continue
+		}
+		one := *m
+		one.Change = contract.Change{Parts: []contract.ChangePartRef{ref}}
+		us = append(us, unit{each: func(ctx context.Context, fn func(contract.ObjectEntry) error) error {
+			return lin.EachChange(ctx, &one, contract.ChangeRemoved, fn)
+		}})
+	}
+	return us
+}
+
+func (r *tombRun) objects(ctx context.Context) error {
+	w, ok, err := r.walk(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.p.Phase = PhaseManifests
+		return nil
+	}
+	if r.p.HeadVersion != w.Head.Version || r.p.HeadChecksum != w.Head.ManifestChecksum {
+		// First run, or the head moved since the cursor was set (a commit
+		// after the drop): start over from the head (repeats are harmless).
+		r.p.HeadVersion, r.p.HeadChecksum, r.p.CursorVersion, r.p.CursorUnit, r.p.CursorOffset = w.Head.Version, w.Head.ManifestChecksum, w.Head.Version, 0, 0
+	}
+	for i := range w.Roots {
+		m := &w.Roots[i]
+		if m.Version > r.p.CursorVersion {
+			continue
+		}
+		us := r.units(m, i == 0)
+		for j := r.p.CursorUnit; j < len(us); j++ {
+			var keys []string
+			if err := us[j].each(ctx, func(o contract.ObjectEntry) error {
+				keys = append(keys, o.Key)
+				return nil
+			}); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					continue // a part already deleted: its objects went first
+				}
+				return fmt.Errorf("read the dropped lineage of %s at v%d: %w", r.task.Collection, m.Version, err)
+			}
+			skip := min(r.p.CursorOffset, len(keys))
+			n, err := r.deleteKeys(ctx, keys[skip:])
+			r.p.ObjectsDeleted += int64(n)
+			r.p.CursorOffset = skip + n
+			if err != nil {
+				return err
+			}
+			r.p.CursorUnit, r.p.CursorOffset = j+1, 0
+		}
+		r.p.CursorVersion, r.p.CursorUnit, r.p.CursorOffset = m.Version-1, 0, 0
+	}
+	r.p.Phase = PhaseOutputs
+	return nil
+}
+
+// outputs deletes the coordinator's own never-committed rewrite outputs of
+// the incarnation (contract.OwnedOutputTask, a task identity of this
+// incarnation): proposed by a listing, which decides nothing else. Only
+// the coordinator's own keys (guard.OrphanOwnership), and only once no
+// cutover can still commit them (write time + CutoverDeadline + 2 x
+// ClockSkew, guard.CutoverDeadline); a younger one keeps the phase open.
+func (r *tombRun) outputs(ctx context.Context) error {
+	c, inc := r.task.Collection, r.p.Incarnation
+	if r.e.ports.Lister == nil {
+		r.p.Phase = PhaseManifests
+		return nil
+	}
+	now := r.e.now()
+	wait := r.e.cfg.CutoverDeadline + 2*r.e.cfg.ClockSkew
+	if !r.e.cfg.Guards.CutoverDeadline {
+		wait = r.e.cfg.MaxTaskLifetime + r.e.cfg.ClockSkew
+	}
+	var due []string
+	young := int64(0)
+	var next int64
+	err := r.e.ports.Lister.List(ctx, contract.DataPrefix(c), func(page []Listed) error {
+		for _, l := range page {
+			id, ok := contract.OwnedOutputTask(c, l.Key)
+			if !ok || contract.TaskIncarnation(c, id) != inc {
+				continue
+			}
+			if at := l.LastModified.Add(wait); now.Before(at) {
+				young++
+				if next == 0 || at.UnixMilli() < next {
+					next = at.UnixMilli()
+				}
+				continue
+			}
+			due = append(due, l.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list never-committed outputs of %s: %w", c, err)
+	}
+	n, err := r.deleteKeys(ctx, due)
+	r.p.OutputsDeleted += int64(n)
+	if err != nil {
+		return err
+	}
+	r.p.YoungOutputs = young
+	if young > 0 {
+		r.p.NextDueUnixMs = next
+		return errYoungOutputs
+	}
+	r.p.Phase = PhaseManifests
+	return nil
+}
+
+// errYoungOutputs ends a run whose incarnation still has outputs a late
+// cutover could commit: the next run continues from the outputs phase.
+var errYoungOutputs = errors.New("never-committed outputs too young to reclaim")
+
+// manifests deletes the roots oldest first, each after its parts and
+// change parts that no newer root references: the lineage stays a
+// contiguous chain from the head, so a crash leaves every remaining root
+// findable, and the head's root goes last.
+func (r *tombRun) manifests(ctx context.Context) error {
+	w, ok, err := r.walk(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.p.Phase = PhaseArtifacts
+		return nil
+	}
+	for i := len(w.Roots) - 1; i >= 0; i-- {
+		m := &w.Roots[i]
+		newer := map[string]bool{}
+		for _, n := range w.Roots[:i] {
+			for _, p := range n.Parts {
+				newer[p.Key] = true
+			}
+		}
+		var keys []string
+		for _, p := range m.Parts {
+			if !newer[p.Key] {
+				keys = append(keys, p.Key)
+			}
+		}
+		for _, p := range m.Change.Parts {
+			keys = append(keys, p.Key)
+		}
+		n, err := r.deleteKeys(ctx, keys)
+		r.p.PartsDeleted += int64(n)
+		if err != nil {
+			return err
+		}
+		key := w.Head.ManifestKey
+		if i > 0 {
+			key = w.Roots[i-1].ParentKey
+		}
+		if _, err := r.deleteKeys(ctx, []string{key}); err != nil {
+			return err
+		}
+		r.p.RootsDeleted++
+	}
+	r.p.Phase = PhaseArtifacts
+	return nil
+}
+
+func (r *tombRun) artifacts(ctx context.Context) error {
+	n, err := r.deleteKeys(ctx, r.facts.ControlArtifacts)
+	r.p.ArtifactsDeleted += int64(n)
+	if err != nil {
+		return err
+	}
+	r.p.Phase = PhaseHead
+	return nil
+}
+
+// head deletes the head pointer, the one key every lifetime of the name
+// shares, only while it names the dropped incarnation: it is re-read right
+// before the delete, every time (guard.IncarnationFence). A head of
+// another incarnation is a new lifetime's and is never touched.
+func (r *tombRun) head(ctx context.Context) error {
+	if err := r.spend(); err != nil {
+		return err
+	}
+	c := r.task.Collection
+	if r.e.beforeHeadDelete != nil {
+		r.e.beforeHeadDelete()
+	}
+	if r.e.cfg.Guards.IncarnationFence {
+		h, err := r.e.lin.Head(ctx, c)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			r.p.Phase = PhaseWaiting
+			return nil
+		case err != nil && !errors.Is(err, lineage.ErrBadHead):
+			return fmt.Errorf("re-read head of %s before deleting it: %w", c, err)
+		case err != nil:
+			return fmt.Errorf("head of dropped %s is unreadable; not deleting it: %w", c, err)
+		case h.Inc() != r.p.Incarnation:
+			r.e.metrics.Add("TombstoneHeadOfOtherIncarnation", 1)
+			r.e.log.Warn("head names another incarnation; not deleting it", "collection", c, "head_incarnation", h.Inc(), "incarnation", r.p.Incarnation)
+			r.p.Phase = PhaseWaiting
+			return nil
+		}
+	}
+	if err := r.e.ports.Heads.Delete(ctx, contract.HeadKey(c)); err != nil {
+		return fmt.Errorf("delete head of dropped %s: %w", c, err)
+	}
+	r.rep.Calls++
+	r.p.DeleteCalls++
+	r.p.HeadDeleted = true
+	r.p.Phase = PhaseWaiting
+	return nil
+}
+
+// spend takes one call of the run's budget.
+func (r *tombRun) spend() error {
+	if r.rep.Calls >= r.maxCalls || !r.e.now().Before(r.deadline) {
+		return errBudget
+	}
+	return nil
+}
+
+// deleteKeys deletes keys in order, in batches, each call within the
+// run's budget, and returns how many leading keys are confirmed gone (a
+// key already gone counts): the cursor moves past exactly those. Keys not
+// confirmed after every attempt fail the run.
+func (r *tombRun) deleteKeys(ctx context.Context, keys []string) (int, error) {
+	done := 0
+	for start := 0; start < len(keys); start += r.e.cfg.BatchSize {
+		batch := keys[start:min(start+r.e.cfg.BatchSize, len(keys))]
+		size := len(batch)
+		for attempt := 0; ; attempt++ {
+			if err := r.spend(); err != nil {
+				return done, err
+			}
+			if r.e.pacer != nil {
+				if err := r.e.pacer.Wait(ctx, r.task.Collection, len(batch)); err != nil {
+					return done, err
+				}
+			}
+			res, err := r.e.ports.Deleter.DeleteBatch(ctx, batch)
+			r.rep.Calls++
+			r.p.DeleteCalls++
+			if err == nil && len(res.Failed) == 0 {
+				done += size
+				r.rep.Deleted += len(batch)
+				break
+			}
+			if attempt+1 >= r.e.cfg.MaxAttempts {
+				return done, fmt.Errorf("tombstone cleanup of %s: %d keys not deleted (%v): %w", r.task.Collection, len(res.Failed), err, ErrUnconfirmed)
+			}
+			if len(res.Failed) > 0 {
+				var left []string
+				for _, k := range batch {
+					if _, failed := res.Failed[k]; failed {
+						left = append(left, k)
+					}
+				}
+				r.rep.Deleted += len(batch) - len(left)
+				batch = left
+			}
+			if err := r.e.sleep(ctx, r.e.cfg.RetryBackoff<<attempt); err != nil {
+				return done, err
+			}
+		}
+	}
+	return done, nil
+}
+
+// dependencies evaluates the release dependency graph of the incarnation.
+func (r *tombRun) dependencies() []contract.Dependency {
+	now := r.e.now().UnixMilli()
+	state := func(ok bool) string {
+		if ok {
+			return contract.DependencyConfirmed
+		}
+		return contract.DependencyPending
+	}
+	cleaned := r.p.Phase == PhaseWaiting || r.p.Phase == PhaseDone
+	horizon := r.facts.ReservationHorizonUnixMs
+	horizonOK := now >= horizon
+	if !r.e.cfg.Guards.ReleaseHorizon {
+		horizonOK = true // mutation proof only
+	}
+	pending := slices.Clone(r.facts.PendingPreconditions)
+	return []contract.Dependency{
+		{Name: contract.DepObjects, State: state(cleaned), Evidence: fmt.Sprintf("%d objects and %d never-committed outputs deleted or already gone over %d runs (%d outputs still young)", r.p.ObjectsDeleted, r.p.OutputsDeleted, r.p.Runs, r.p.YoungOutputs)},
+		{Name: contract.DepManifests, State: state(cleaned), Evidence: fmt.Sprintf("%d roots, %d parts deleted; head deleted: %v", r.p.RootsDeleted, r.p.PartsDeleted, r.p.HeadDeleted)},
+		{Name: contract.DepControlArtifacts, State: state(cleaned), Evidence: fmt.Sprintf("%d of %d named by CCS deleted", r.p.ArtifactsDeleted, len(r.facts.ControlArtifacts))},
+		{Name: contract.DepReservationHorizon, State: state(horizonOK), Evidence: fmt.Sprintf("horizon %d, now %d", horizon, now)},
+		{Name: contract.DepCCSPreconditions, State: state(len(pending) == 0), Evidence: "pending: [" + strings.Join(pending, ", ") + "]"},
+	}
+}
+
+func allConfirmed(deps []contract.Dependency) bool {
+	for _, d := range deps {
+		if d.State != contract.DependencyConfirmed {
+			return false
+		}
+	}
+	return len(deps) > 0
+}
+
+// finish evaluates the dependencies after a cleanup that ran to its end:
+// all confirmed, the completion is reported, then the cursor is closed.
+func (r *tombRun) finish(ctx context.Context, task contract.Task) error {
+	deps := r.dependencies()
+	r.p.Dependencies, r.rep.Deps = deps, deps
+	if !allConfirmed(deps) {
+		r.rep.Outcome, r.rep.Phase = TombWaiting, r.p.Phase
+		if r.facts.ReservationHorizonUnixMs > r.e.now().UnixMilli() {
+			r.p.NextDueUnixMs = r.facts.ReservationHorizonUnixMs
+		}
+		r.e.metrics.Add("TombstonesWaiting", 1)
+		return r.save(ctx)
+	}
+	if r.e.ports.Completions != nil {
+		if err := r.e.ports.Completions.Report(ctx, r.completion(task, deps)); err != nil {
+			if serr := r.save(ctx); serr != nil {
+				r.e.log.Warn("save tombstone progress failed", "collection", task.Collection, "err", serr)
+			}
+			return fmt.Errorf("report tombstone cleanup of %s incarnation %d: %w", task.Collection, r.p.Incarnation, err)
+		}
+	}
+	r.p.Phase, r.p.DoneAtUnixMs, r.p.NextDueUnixMs, r.p.DoneFactsVersion = PhaseDone, r.e.now().UnixMilli(), 0, r.facts.FactsVersion
+	r.rep.Outcome, r.rep.Phase = TombCompleted, PhaseDone
+	r.e.metrics.Add("TombstonesCompleted", 1)
+	r.e.log.Info("tombstone cleanup complete", "collection", task.Collection, "incarnation", r.p.Incarnation, "runs", r.p.Runs, "delete_calls", r.p.DeleteCalls)
+	return r.save(ctx)
+}
+
+func (r *tombRun) completion(task contract.Task, deps []contract.Dependency) contract.Completion {
+	inc := r.p.Incarnation
+	if inc == 1 {
+		inc = 0
+	}
+	return contract.Completion{
+		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: contract.KindTombstoneCleanup, Collection: task.Collection,
+		Incarnation: inc, BaseManifestVersion: r.p.HeadVersion, BaseManifestChecksum: r.p.HeadChecksum, CCSFactsVersion: r.facts.FactsVersion,
+		CCSFactsDigest: contract.FactsDigest(contract.KindTombstoneCleanup, r.facts),
+		Outcome:        contract.OutcomeSucceeded, Reason: "every release dependency confirmed",
+		StartedAtUnixMs: r.p.StartedAtUnixMs, FinishedAtUnixMs: r.e.now().UnixMilli(),
+		Cleanup: &contract.Cleanup{Deleted: []string{}, AlreadyGone: int(r.p.ObjectsDeleted), Complete: true, Dependencies: deps},
+	}
+}
+
+// save writes the cursor over the Seq it was read at.
+func (r *tombRun) save(ctx context.Context) error {
+	r.p.Seq++
+	r.p.UpdatedAtUnixMs = r.e.now().UnixMilli()
+	r.rep.Progress = r.p
+	if err := r.e.ports.Progress.SaveProgress(ctx, r.p); err != nil {
+		return fmt.Errorf("save tombstone progress of %s incarnation %d: %w", r.p.Collection, r.p.Incarnation, err)
+	}
+	return nil
+}

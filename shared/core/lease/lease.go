@@ -145,7 +145,9 @@ func CheckScope(ls contract.Lease, task contract.Task) error {
 // write with it would address is another collection's or another base's
 // task (task ids are "<kind>-<collection>-v<base>-<hash>").
 func selfScope(ls contract.Lease) error {
-	want := fmt.Sprintf("%s-%s-v%d-", strings.ReplaceAll(string(ls.Kind), "_", ""), ls.Collection, ls.BaseManifestVersion)
+	// i<N>: a task of a later incarnation of the name.
+	tag := contract.IncarnationTag(contract.TaskIncarnation(ls.Collection, ls.TaskID))
+	want := fmt.Sprintf("%s-%s-%sv%d-", strings.ReplaceAll(string(ls.Kind), "_", ""), ls.Collection, tag, ls.BaseManifestVersion)
 	if !strings.HasPrefix(ls.TaskID, want) {
 		return &ScopeError{TaskID: ls.TaskID, Field: "task_id", Lease: ls.TaskID, Used: want + "..."}
 	}

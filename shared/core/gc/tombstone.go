@@ -111,6 +111,28 @@ const (
 // errBudget stops a run at its time or call budget.
 var errBudget = errors.New("run budget spent")
 
+// errFactsMoved stops a run whose CCS facts changed under it (an un-drop,
+// a new drop): the next run judges the gates again.
+var errFactsMoved = errors.New("CCS facts changed during the run")
+
+// fresh re-reads the CCS facts when the reading the run's deletes rest on
+// is ProofMaxAge old (guard.FreshProof, rule 14): a tombstone that changed
+// or went stops the run before its next delete call.
+func (r *tombRun) fresh(ctx context.Context) error {
+	if !r.e.cfg.Guards.FreshProof || r.e.now().Sub(r.factsAt) < r.e.cfg.ProofMaxAge {
+		return nil
+	}
+	f, err := r.e.ports.Facts.Facts(ctx, r.task.Collection)
+	if err != nil {
+		return fmt.Errorf("tombstone cleanup of %s: re-read CCS facts before deleting: %w", r.task.Collection, err)
+	}
+	if f.FactsVersion != r.facts.FactsVersion {
+		return errFactsMoved
+	}
+	r.factsAt = r.e.now()
+	return nil
+}
+
 type tombRun struct {
 	e        *Executor
 	task     contract.Task
@@ -119,6 +141,7 @@ type tombRun struct {
 	rep      TombstoneReport
 	deadline time.Time
 	maxCalls int
+	factsAt  time.Time // when r.facts was read
 }
 
 // RunTombstone runs one bounded step of the cleanup of the dropped
@@ -138,7 +161,7 @@ func (e *Executor) RunTombstone(ctx context.Context, task contract.Task) (Tombst
 	if err != nil {
 		return r.rep, fmt.Errorf("tombstone cleanup of %s: read CCS facts: %w", c, err)
 	}
-	r.facts = facts
+	r.facts, r.factsAt = facts, e.now()
 	if e.cfg.Guards.IncarnationFence && (!facts.Tombstoned || facts.Inc() != inc) {
 		r.rep.Outcome, r.rep.Reason = TombStale, fmt.Sprintf("CCS facts are incarnation %d (tombstoned %v); the task is for dropped incarnation %d", facts.Inc(), facts.Tombstoned, inc)
 		e.metrics.Add("TombstoneTasksStale", 1)
@@ -189,7 +212,7 @@ func (e *Executor) RunTombstone(ctx context.Context, task contract.Task) (Tombst
 		r.rep.Deps = r.p.Dependencies
 		return r.rep, r.save(ctx)
 	}
-	bounded := errors.Is(err, errBudget)
+	bounded := errors.Is(err, errBudget) || errors.Is(err, errFactsMoved)
 	if err != nil && !bounded {
 		if serr := r.save(ctx); serr != nil {
 			e.log.Warn("save tombstone progress failed", "collection", c, "err", serr)
@@ -502,6 +525,9 @@ func (r *tombRun) head(ctx context.Context) error {
 			return nil
 		}
 	}
+	if err := r.fresh(ctx); err != nil {
+		return err
+	}
 	if err := r.e.ports.Heads.Delete(ctx, contract.HeadKey(c)); err != nil {
 		return fmt.Errorf("delete head of dropped %s: %w", c, err)
 	}
@@ -537,6 +563,9 @@ func (r *tombRun) deleteKeys(ctx context.Context, keys []string) (int, error) {
 				if err := r.e.pacer.Wait(ctx, r.task.Collection, len(batch)); err != nil {
 					return done, err
 				}
+			}
+			if err := r.fresh(ctx); err != nil {
+				return done, err
 			}
 			res, err := r.e.ports.Deleter.DeleteBatch(ctx, batch)
 			r.rep.Calls++

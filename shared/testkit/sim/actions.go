@@ -681,7 +681,7 @@ func (w *World) tombstone(c string) {
 func (w *World) retombstone(c string) {
 	col := w.cols[c]
 	f := w.ccs.facts[c]
-	f.ReservationHorizonUnixMs = w.t
+	f.TombstonedAtUnixMs, f.ReservationHorizonUnixMs = w.t, w.t
 	f = w.ccs.put(f)
 	col.horizon = w.t
 	w.count("tombstone-replaced")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/devstack/localaws"
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
 	"github.com/searchfabric/bcc/shared/policy"
@@ -36,13 +37,18 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		PerCollection: map[string]*CollectionSummary{}, TasksByKind: map[string]int{}}
 	clock := NewClock(time.Now())
 	pol := policy.Default()
-	env, err := localenv.Start(ctx, localenv.Options{Policy: &pol, Seed: opts.Seed, Now: clock.Now, Log: opts.Log})
+	meter := newCostMeter()
+	env, err := localenv.Start(ctx, localenv.Options{Policy: &pol, Seed: opts.Seed, Now: clock.Now, Log: opts.Log,
+		FunctionCredentials: meter.credentials(), OnCall: meter.call})
 	if err != nil {
 		return sum, err
 	}
 	defer env.Close()
 	rec := &recorder{sum: &sum}
-	env.Stack.OnInvoke(rec.record)
+	env.Stack.OnInvoke(func(inv localaws.Invocation) {
+		rec.record(inv)
+		meter.invocation(inv)
+	})
 	fmt.Fprintf(opts.Out, "embedded AWS stack on %s (S3, DynamoDB, SQS; functions: observer, compaction, gc, handoff)\n", env.Stack.URL())
 
 	names := make([]string, opts.Collections)
@@ -81,6 +87,12 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	fmt.Fprintf(opts.Out, "reconciliation #2 (after token lifetime, retention window and task lifetime): GC deleted what became eligible\n")
 	sum.AWSCalls = env.Stack.Counter().Since(before)
 	sum.Metrics, sum.ClockSpansMs = sumEMF(env.Metrics.String())
+	sum.Cost = meter.model(map[string]float64{
+		resources.FnObserver:   sum.Metrics["observer.HeadsObserved"],
+		resources.FnCompaction: sum.Metrics["compaction.CompactionsRun"] + sum.Metrics["compaction.LifecycleTransitions"],
+		resources.FnGC:         float64(sum.Invocations[resources.FnGC]),
+		resources.FnHandoff:    sum.Metrics["handoff.CutoversAccepted"],
+	}, opts.Collections*opts.Commits)
 	verify(ctx, env, names, &sum)
 	sum.ElapsedSeconds = time.Since(started).Seconds()
 	printSummary(opts.Out, &sum)
@@ -229,6 +241,13 @@ func printSummary(w io.Writer, s *Summary) {
 			fmt.Fprintf(w, "  %-45s %g\n", k, s.ClockSpansMs[k])
 		}
 	}
+	if c := s.Cost; c.Functions != nil {
+		fmt.Fprintf(w, "\ncost model (prices %s, %s): USD %.4f per million commits\n", c.PriceDate, PriceTable.Region, c.USDPerMillionCommits)
+		for _, fn := range sortedKeys(c.PerUnit) {
+			per := c.PerUnit[fn]
+			fmt.Fprintf(w, "  per %-26s USD %.8f, %.4f GB-s, %d AWS request kinds\n", unitName(fn), per["usd"], per["gb_seconds"], len(per)-3)
+		}
+	}
 	if s.Verified {
 		fmt.Fprintf(w, "\nverified: every key reads its latest value from the committed head; every object referenced by a retained manifest exists\n")
 	} else {
@@ -237,4 +256,19 @@ func printSummary(w io.Writer, s *Summary) {
 			fmt.Fprintf(w, "  %s\n", p)
 		}
 	}
+}
+
+// unitName is the unit of work a function's cost is divided by.
+func unitName(fn string) string {
+	switch fn {
+	case resources.FnObserver:
+		return "committed head (observer)"
+	case resources.FnCompaction:
+		return "compaction or transition"
+	case resources.FnGC:
+		return "GC task"
+	case resources.FnHandoff:
+		return "cutover (handoff)"
+	}
+	return fn
 }

@@ -38,6 +38,16 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 			t.Fatalf("a duration on the demo's clock is listed as a metric: %s", k)
 		}
 	}
+	// Issue 16 item 5: the cost model attributes every function's AWS
+	// requests (by its own signing identity) and prices them.
+	for fn, fc := range sum.Cost.Functions {
+		if fc.Invocations == 0 || len(fc.Requests) == 0 || fc.USD <= 0 {
+			t.Fatalf("cost model: %s %+v", fn, fc)
+		}
+	}
+	if len(sum.Cost.Functions) != 4 || sum.Cost.USDPerMillionCommits <= 0 || sum.Cost.PriceDate == "" || sum.Cost.PerUnit["observer"]["s3:GetObject"] == 0 {
+		t.Fatalf("cost model %+v", sum.Cost)
+	}
 	if !strings.Contains(out.String(), "verified:") {
 		t.Fatalf("no verification line:\n%s", out.String())
 	}

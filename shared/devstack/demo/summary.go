@@ -43,14 +43,17 @@ type Summary struct {
 	// HeadsAdvancedByReconcile: heads first seen by reconciliation (a
 	// lost or late notification); ReconcileHeadsUnchanged: reconciliation
 	// looks at heads already observed (not duplicate events).
-	HeadsAdvancedByReconcile int                           `json:"heads_advanced_by_reconcile"`
-	ReconcileHeadsUnchanged  int                           `json:"reconcile_heads_unchanged"`
-	PerCollection            map[string]*CollectionSummary `json:"per_collection"`
-	TasksByKind              map[string]int                `json:"tasks_enqueued_by_kind"`
-	AWSCalls                 map[string]int                `json:"aws_calls"`
-	Verified                 bool                          `json:"verified"`
-	Problems                 []string                      `json:"problems,omitempty"`
-	ElapsedSeconds           float64                       `json:"elapsed_seconds"`
+	HeadsAdvancedByReconcile int `json:"heads_advanced_by_reconcile"`
+	ReconcileHeadsUnchanged  int `json:"reconcile_heads_unchanged"`
+	// Cost is the cost model: requests by API and GB-seconds per
+	// function and per unit of work, priced with PriceTable.
+	Cost           CostModel                     `json:"cost_model"`
+	PerCollection  map[string]*CollectionSummary `json:"per_collection"`
+	TasksByKind    map[string]int                `json:"tasks_enqueued_by_kind"`
+	AWSCalls       map[string]int                `json:"aws_calls"`
+	Verified       bool                          `json:"verified"`
+	Problems       []string                      `json:"problems,omitempty"`
+	ElapsedSeconds float64                       `json:"elapsed_seconds"`
 }
 
 // recorder collects invocations through the stack's hook.

@@ -43,6 +43,10 @@ const ReconcileFailureAlarmPeriods = 3
 // observer is failing; reconciliation catches up every ReconcileSchedule.
 const ObserveLagAlarmThreshold = 10 * time.Minute
 
+// TombstoneAgeAlarmThreshold is how long a dropped collection may wait for
+// its release intent before the OldestTombstoneAge alarm fires.
+const TombstoneAgeAlarmThreshold = 7 * 24 * time.Hour
+
 // OldestMessageAlarmThreshold is when a queue's oldest message is "too old":
 // twice the queue's visibility timeout (one full retry cycle has passed
 // without the message leaving), and never under 15 minutes.
@@ -112,6 +116,16 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		"GC refused to delete for a collection whose lineage it cannot fully trust (see the Reason dimension and the gc logs); it deletes nothing there until fixed",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String("GCRefused"),
 			DimensionsMap: c.dims(resources.FnGC), Statistic: jsii.String("Sum"), Period: five}), 0)
+
+	// A dropped collection whose release has not been requested long after
+	// its drop: its cleanup is stuck (refused, failing, a CCS precondition
+	// that never clears). Reconciliation reports every waiting tombstone's
+	// age; the Maximum is the oldest.
+	alarm("OldestTombstoneAgeAlarm", p+"-oldest-tombstone-age",
+		fmt.Sprintf("a dropped collection has waited more than %s for its release intent (see bcc status and the gc logs: a refused or failing cleanup, a pending CCS precondition, a reservation horizon that far out)", TombstoneAgeAlarmThreshold),
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String("OldestTombstoneAgeMs"),
+			DimensionsMap: c.dims(resources.FnObserver), Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Hours(jsii.Number(1))}),
+		float64(TombstoneAgeAlarmThreshold.Milliseconds()))
 
 	reconcileFailures := awscloudwatch.NewAlarm(c.Stack, jsii.String("ReconcileFailuresAlarm"), &awscloudwatch.AlarmProps{
 		AlarmName: jsii.String(p + "-reconcile-failures"),

@@ -27,8 +27,9 @@
 //     ELF executable.
 //   - Least privilege: each function has its own role with only the actions it
 //     uses, on only the resources it uses. No role can write a head object
-//     (collections/<c>/manifest_committed_head.json); only GC may delete, and
-//     only data and manifest keys. No IAM action is a wildcard.
+//     (collections/<c>/manifest_committed_head.json); only GC may delete:
+//     data and manifest keys, and a head only as the last step of a dropped
+//     incarnation's cleanup. No IAM action is a wildcard.
 //   - Bucket, queues and table are encrypted; bucket and queues refuse non-TLS
 //     requests; the bucket blocks public access and logs server access.
 //   - cdk-nag's AwsSolutions pack runs on every synthesis (CLI and tests) and

@@ -19,6 +19,7 @@ type KeyGlobs struct {
 	Heads     string   // collections/*/manifest_committed_head.json
 	Manifests string   // collections/*/manifests/*   (roots and parts)
 	Data      string   // collections/*/data/*        (every level)
+	Control   string   // collections/*/control/*     (CCS control artifacts a dropped incarnation's cleanup deletes)
 	Rewrites  []string // collections/*/data/l<L>/*/* for L = 0..MaxLevel: outputs of rewrite tasks (compaction, lifecycle transition), below a task id
 }
 
@@ -39,6 +40,7 @@ func Globs() KeyGlobs {
 		Heads:     glob(contract.HeadKey(c)),
 		Manifests: glob(contract.ManifestsPrefix(c)) + "*",
 		Data:      glob(contract.DataPrefix(c)) + "*",
+		Control:   glob(contract.ControlPrefix(c)) + "*",
 	}
 	// A rewrite task writes below its own task id at the level of its
 	// outputs: compaction at 1..MaxLevel, a lifecycle transition at the
@@ -125,7 +127,8 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	// gc: re-checks the delete predicate at execution time (head, retained
 	// manifests, object metadata, the query plane's watermark); deletes only
 	// data and manifest keys (S3 ARNs cannot exclude a suffix, and by the key
-	// layout neither pattern matches collections/<c>/manifest_committed_head.json);
+	// layout neither pattern matches collections/<c>/manifest_committed_head.json),
+	// and heads only for a dropped incarnation's cleanup (DeleteDroppedHeads);
 	// lists the bucket (see listBucket) and proposes never-committed outputs
 	// of crashed tasks from collections/<c>/data/ (never the truth of what to delete).
 	wmBucket, wmKey := c.watermark(cfg)
@@ -133,6 +136,13 @@ func (c *Coordinator) addPolicies(cfg Config) {
 		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),
 		stmt("ReadWatermark", []string{"s3:GetObject"}, []*string{wmBucket.ArnForObjects(jsii.String(wmKey))}),
 		stmt("DeleteDataAndManifests", []string{"s3:DeleteObject"}, objects(g.Data, g.Manifests)),
+		// The one head delete: a dropped incarnation's cleanup deletes its
+		// head last, re-read just before, only while it names that
+		// incarnation (guard.IncarnationFence); CCS lets the name be
+		// re-created only after the release that follows. No role may put
+		// a head.
+		stmt("DeleteDroppedHeads", []string{"s3:DeleteObject"}, objects(g.Heads)),
+		stmt("DeleteDroppedControlArtifacts", []string{"s3:DeleteObject"}, objects(g.Control)),
 		listBucket("ListForNotFoundAndOrphanCandidates"),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),

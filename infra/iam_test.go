@@ -85,6 +85,7 @@ func TestGlobsFollowTheContractKeyLayout(t *testing.T) {
 		Heads:     "collections/*/manifest_committed_head.json",
 		Manifests: "collections/*/manifests/*",
 		Data:      "collections/*/data/*",
+		Control:   "collections/*/control/*",
 	}
 	for l := 0; l <= contract.MaxLevel; l++ {
 		want.Rewrites = append(want.Rewrites, fmt.Sprintf("collections/*/data/l%d/*/*", l))
@@ -151,7 +152,7 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				allow(consume, queue(resources.QueueCompaction))
 			case resources.FnGC:
 				allow([]string{"s3:GetObject"}, heads, manifests, data, wm)
-				allow([]string{"s3:DeleteObject"}, data, manifests)
+				allow([]string{"s3:DeleteObject"}, data, manifests, heads, B+"/collections/*/control/*")
 				allow([]string{"s3:ListBucket"}, B)
 				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))
@@ -208,8 +209,8 @@ func TestRolesTrustOnlyLambdaAndHaveNoManagedPolicies(t *testing.T) {
 func sampleKeys() (heads, manifests, data, rewrites, appends []string) {
 	for _, c := range []string{"orders", "a", "data", "manifests", "l1"} {
 		heads = append(heads, contract.HeadKey(c))
-		manifests = append(manifests, contract.ManifestKey(c, 7, "sha256:ab12"), contract.PartKey(c, 7, "sha256:cd34"))
-		appends = append(appends, contract.AppendSegmentKey(c, 7, 0), contract.AppendSegmentKey(c, 1234567, 12))
+		manifests = append(manifests, contract.ManifestKey(c, 1, 7, "sha256:ab12"), contract.PartKey(c, 1, 7, "sha256:cd34"))
+		appends = append(appends, contract.AppendSegmentKey(c, 1, 7, 0), contract.AppendSegmentKey(c, 1, 1234567, 12))
 		for l := 0; l <= contract.MaxLevel; l++ {
 			for _, task := range rewriteTasks(c) {
 				rewrites = append(rewrites, contract.RewriteOutputKey(c, l, task.TaskID, 3))
@@ -259,9 +260,9 @@ func writtenKeyKinds() []keyKind {
 			}
 		}
 		kinds = append(kinds,
-			keyKind{resources.FnGC, "s3:DeleteObject", "level-0 append segment", []string{contract.AppendSegmentKey(c, 7, 0), contract.AppendSegmentKey(c, 99, 3)}},
-			keyKind{resources.FnGC, "s3:DeleteObject", "manifest root", []string{contract.ManifestKey(c, 7, "sha256:ab12cd34ab12cd34ab12")}},
-			keyKind{resources.FnGC, "s3:DeleteObject", "manifest part", []string{contract.PartKey(c, 7, "sha256:cd34")}},
+			keyKind{resources.FnGC, "s3:DeleteObject", "level-0 append segment", []string{contract.AppendSegmentKey(c, 1, 7, 0), contract.AppendSegmentKey(c, 1, 99, 3)}},
+			keyKind{resources.FnGC, "s3:DeleteObject", "manifest root", []string{contract.ManifestKey(c, 1, 7, "sha256:ab12cd34ab12cd34ab12")}},
+			keyKind{resources.FnGC, "s3:DeleteObject", "manifest part", []string{contract.PartKey(c, 1, 7, "sha256:cd34")}},
 		)
 	}
 	return kinds
@@ -286,10 +287,22 @@ func TestEveryKeyKindEachFunctionWritesIsAllowed(t *testing.T) {
 	})
 }
 
-func TestNoRoleCanWriteHeadsAndGCCannotDeleteThem(t *testing.T) {
+// No role can write a head; only GC may delete one (the last step of a
+// dropped incarnation's cleanup, shared/core/gc/tombstone.go).
+func TestNoRoleCanWriteHeadsOnlyGCMayDeleteThem(t *testing.T) {
 	heads, _, _, _, _ := sampleKeys()
 	both(t, func(t *testing.T, s *synth) {
 		B := s.bucketArn(t)
+		gcRole := s.id(t, exportName(resources.FnGC)+"Role")
+		gcDeletesHeads := false
+		for _, g := range s.roleGrants(t, resources.FnGC) {
+			if g.effect == "Allow" && actionMatch(g.action, "s3:DeleteObject") && iamMatch(g.resource, B+"/"+heads[0]) {
+				gcDeletesHeads = true
+			}
+		}
+		if !gcDeletesHeads {
+			t.Error("gc cannot delete a dropped incarnation's head")
+		}
 		for role, grants := range s.identityPolicies() {
 			for _, g := range grants {
 				if g.effect != "Allow" {
@@ -297,6 +310,9 @@ func TestNoRoleCanWriteHeadsAndGCCannotDeleteThem(t *testing.T) {
 				}
 				for _, act := range []string{"s3:PutObject", "s3:DeleteObject", "s3:PutObjectAcl", "s3:RestoreObject"} {
 					if !actionMatch(g.action, act) {
+						continue
+					}
+					if act == "s3:DeleteObject" && role == gcRole {
 						continue
 					}
 					for _, h := range heads {
@@ -310,6 +326,8 @@ func TestNoRoleCanWriteHeadsAndGCCannotDeleteThem(t *testing.T) {
 	})
 }
 
+// GC deletes data and manifest keys, and heads (the last step of a dropped
+// incarnation's cleanup), nothing else.
 func TestGCDeletesOnlyDataAndManifestKeys(t *testing.T) {
 	heads, manifests, data, _, _ := sampleKeys()
 	both(t, func(t *testing.T, s *synth) {
@@ -322,12 +340,12 @@ func TestGCDeletesOnlyDataAndManifestKeys(t *testing.T) {
 			}
 			return false
 		}
-		for _, k := range append(manifests, data...) {
+		for _, k := range append(append(manifests, data...), append(heads, "collections/orders/control/schema.json")...) {
 			if !may(k) {
 				t.Errorf("gc cannot delete %s", k)
 			}
 		}
-		for _, k := range append(heads, s.c.Definition.WatermarkKey, "collections/orders/other.json", "outside/x.seg") {
+		for _, k := range []string{s.c.Definition.WatermarkKey, "collections/orders/other.json", "outside/x.seg"} {
 			if may(k) {
 				t.Errorf("gc may delete %s", k)
 			}

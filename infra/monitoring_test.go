@@ -103,7 +103,14 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 			check(t, "no topic", func() { s.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0)) })
 		}
 		check(t, "alarm count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+4)))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+5)))
+		})
+		check(t, "oldest tombstone age alarm", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
+				"Namespace", "BCC", "MetricName", "OldestTombstoneAgeMs", "Statistic", "Maximum",
+				"Dimensions", assertions.Match_ArrayWith(&[]any{m("Name", "Deployment", "Value", d.Prefix), m("Name", "Function", "Value", "observer")}),
+				"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(TombstoneAgeAlarmThreshold.Milliseconds()), "AlarmActions", actions,
+			))
 		})
 		check(t, "reconcile failures alarm, apart from head notification failures", func() {
 			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(

@@ -27,7 +27,8 @@ const (
 	ReasonObjectKeyWildcards = "IAM5: these wildcards are the data bucket's object-key layout (shared/contract): " +
 		"'*' stands for a collection name created at run time, and below a fixed prefix for a version, checksum or task id. " +
 		"S3 object ARNs cannot be narrower; each statement is a single explicit action (no action wildcards), " +
-		"and no pattern can match a head key collections/<c>/manifest_committed_head.json except the read-only s3:GetObject on heads."
+		"and no pattern can match a head key collections/<c>/manifest_committed_head.json except the read-only s3:GetObject on heads " +
+		"and gc's s3:DeleteObject on heads and collections/<c>/control/ (the last steps of a dropped incarnation's cleanup)."
 	ReasonNotificationsHandlerManagedPolicy = "IAM4: CDK's BucketNotificationsHandler (aws-s3, runs only at deploy time to put the bucket's " +
 		"notification configuration) writes its own logs through AWSLambdaBasicExecutionRole; CDK creates that role and offers no way to replace the managed policy."
 	ReasonAccessLogBucket = "S1: this is the server access log destination of the data bucket; logging it to another bucket " +
@@ -48,7 +49,7 @@ func addSuppressions(c *Coordinator) error {
 	uses := map[string][]string{
 		resources.FnObserver:   {g.Heads, g.Manifests},
 		resources.FnCompaction: append([]string{g.Heads, g.Manifests, g.Data}, g.Rewrites...),
-		resources.FnGC:         {g.Heads, g.Manifests, g.Data},
+		resources.FnGC:         {g.Heads, g.Manifests, g.Data, g.Control},
 		resources.FnHandoff:    {g.Heads, g.Manifests},
 	}
 	for _, f := range c.Definition.Functions {

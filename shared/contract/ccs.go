@@ -91,11 +91,12 @@ func (f *CollectionFacts) validate() error {
 		return invalid("tombstone times must be >= 0")
 	}
 	for _, k := range f.ControlArtifacts {
-		// A control artifact is the collection's, never its head (the
-		// cleanup deletes the head under its own fence) and never a
-		// manifest or data key (the lineage says what those are).
-		if !strings.HasPrefix(k, CollectionPrefix(f.Collection)) || k == HeadKey(f.Collection) || IsManifestKey(f.Collection, k) || strings.HasPrefix(k, DataPrefix(f.Collection)) || strings.Contains(k, "..") {
-			return invalid("control artifact %q is not a control key of collection %q", k, f.Collection)
+		// A control artifact is under the collection's control prefix:
+		// never its head (the cleanup deletes the head under its own
+		// fence), never a manifest or data key (the lineage says what
+		// those are), and the one prefix the GC role may delete there.
+		if !strings.HasPrefix(k, ControlPrefix(f.Collection)) || len(k) == len(ControlPrefix(f.Collection)) || strings.Contains(k, "..") {
+			return invalid("control artifact %q is not a key under %s", k, ControlPrefix(f.Collection))
 		}
 	}
 	return nil

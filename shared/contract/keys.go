@@ -73,6 +73,11 @@ func ManifestKey(c string, incarnation, version uint64, checksum string) string 
 	return fmt.Sprintf("%smanifests/%s%020d-%s.json", CollectionPrefix(c), IncarnationTag(incarnation), version, h)
 }
 
+// ControlPrefix is where CCS keeps a collection's control artifacts
+// (schema, settings): a dropped incarnation's cleanup deletes the ones CCS
+// names in its facts, and only keys under this prefix.
+func ControlPrefix(c string) string { return CollectionPrefix(c) + "control/" }
+
 // ManifestsPrefix is where roots and parts of c live.
 func ManifestsPrefix(c string) string { return CollectionPrefix(c) + "manifests/" }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/lineage"
@@ -347,6 +348,11 @@ func (o *Observer) reconcileTombstone(ctx context.Context, facts contract.Collec
 		if done {
 			return nil, nil
 		}
+	}
+	if dropped := facts.EvictedAtUnixMs(); dropped > 0 {
+		// Seed §10: the age of the oldest tombstone waiting for release
+		// (CloudWatch's Maximum over a period is the oldest one).
+		o.metrics.Duration("OldestTombstoneAgeMs", o.now().Sub(time.UnixMilli(dropped)))
 	}
 	var version uint64
 	var checksum string

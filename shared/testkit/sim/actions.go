@@ -669,11 +669,14 @@ func (w *World) wipe() {
 func (w *World) tombstone(c string) {
 	col := w.cols[c]
 	f := w.ccs.facts[c]
-	f.Tombstoned, f.TombstonedAtUnixMs, f.ReservationHorizonUnixMs = true, w.t, w.t
+	// The name stays reserved 0..45 minutes after the drop: a release
+	// before the horizon is a violation (guard release_horizon).
+	reserve := int64(w.rng.IntN(4)) * 15 * 60000
+	f.Tombstoned, f.TombstonedAtUnixMs, f.ReservationHorizonUnixMs = true, w.t, w.t+reserve
 	f = w.ccs.put(f)
 	col.tombstoned, col.horizon = true, w.t
 	w.count("tombstone")
-	w.logf("  CCS tombstones %s (facts v%d, horizon now)", c, f.FactsVersion)
+	w.logf("  CCS tombstones %s (facts v%d, reserved for %dm)", c, f.FactsVersion, reserve/60000)
 }
 
 // retombstone: CCS replaces c's tombstone by a newer one (a drop after
@@ -681,7 +684,7 @@ func (w *World) tombstone(c string) {
 func (w *World) retombstone(c string) {
 	col := w.cols[c]
 	f := w.ccs.facts[c]
-	f.TombstonedAtUnixMs, f.ReservationHorizonUnixMs = w.t, w.t
+	f.TombstonedAtUnixMs, f.ReservationHorizonUnixMs = w.t, w.t+int64(w.rng.IntN(4))*15*60000
 	f = w.ccs.put(f)
 	col.horizon = w.t
 	w.count("tombstone-replaced")

@@ -97,6 +97,9 @@ func statusPorts(cfg app.Config, cl app.Clients, def resources.Definition, asOf 
 		d, err := awsio.QueueDepth(ctx, cl.SQS, q.DLQName)
 		return status.QueueCounts{Visible: m.Visible, InFlight: m.InFlight}, status.QueueCounts{Visible: d.Visible, InFlight: d.InFlight}, err
 	}
+	if cfg.Table != "" {
+		p.Cleanup = awsio.NewProgressTable(cl.Dynamo, cfg.Table).LoadProgress // GetItem only
+	}
 	return p
 }
 

@@ -70,6 +70,8 @@ type Ports struct {
 	Queue func(ctx context.Context, class string) (main, dlq QueueCounts, err error)
 	// Classes are the queue classes to read.
 	Classes []string
+	// Cleanup reads a dropped incarnation's cleanup cursor (optional).
+	Cleanup func(ctx context.Context, collection string, incarnation uint64) (gc.TombstoneProgress, error)
 }
 
 // QueueCounts are SQS's approximate counts of one queue.
@@ -127,6 +129,10 @@ type Current struct {
 	Preview      *observe.Result   `json:"reconcile_preview,omitempty"`
 	PreviewState *observe.Observed `json:"-"`
 	PreviewError string            `json:"reconcile_preview_error,omitempty"`
+	// Cleanup is a dropped incarnation's cleanup cursor: its phase, runs
+	// and the release dependency graph (each dependency, state, evidence).
+	Cleanup      *gc.TombstoneProgress `json:"tombstone_cleanup,omitempty"`
+	CleanupError string                `json:"tombstone_cleanup_error,omitempty"`
 }
 
 // Collection is one collection's snapshot.
@@ -232,6 +238,13 @@ func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Tim
 	default:
 		c.Desired.Facts, c.Desired.KnownToCCS = &f, true
 	}
+	if f := c.Desired.Facts; f != nil && f.Tombstoned && p.Cleanup != nil {
+		if prog, err := p.Cleanup(ctx, name, f.Inc()); err != nil {
+			c.Current.CleanupError = err.Error()
+		} else if prog.Seq > 0 {
+			c.Current.Cleanup = &prog
+		}
+	}
 	noHead := false
 	if h, err := p.Heads.Head(ctx, name); errors.Is(err, store.ErrNotFound) {
 		noHead = true
@@ -287,7 +300,7 @@ func judge(c Collection, noHead bool) (State, []string) {
 	var unknown []string
 	for _, e := range []struct{ what, err string }{
 		{"ccs facts", c.Desired.FactsError}, {"head", c.Current.HeadError}, {"observed state", c.Current.ObservedError},
-		{"gc plan", c.Current.GCError}, {"leases", c.Current.LeasesError},
+		{"gc plan", c.Current.GCError}, {"leases", c.Current.LeasesError}, {"tombstone cleanup progress", c.Current.CleanupError},
 	} {
 		if e.err != "" {
 			unknown = append(unknown, fmt.Sprintf("%s unreadable: %s", e.what, e.err))
@@ -322,10 +335,25 @@ func judge(c Collection, noHead bool) (State, []string) {
 		if live > 0 {
 			left = append(left, fmt.Sprintf("%d live leases", live))
 		}
+		if cl := c.Current.Cleanup; cl != nil {
+			deps := make([]string, 0, len(cl.Dependencies))
+			for _, d := range cl.Dependencies {
+				deps = append(deps, fmt.Sprintf("%s %s (%s)", d.Name, d.State, d.Evidence))
+			}
+			if cl.Phase == gc.PhaseDone && len(left) == 0 {
+				return Stopped, append([]string{fmt.Sprintf("incarnation %d dropped by CCS; cleaned in %d runs, release intent requested (facts v%d)", cl.Incarnation, cl.Runs, cl.DoneFactsVersion)}, deps...)
+			}
+			if cl.Phase != gc.PhaseDone {
+				left = append(left, fmt.Sprintf("cleanup of incarnation %d at phase %s after %d runs", cl.Incarnation, cl.Phase, cl.Runs))
+				left = append(left, deps...)
+			}
+		} else if !noHead || len(left) > 0 {
+			left = append(left, "tombstone cleanup not started")
+		}
 		if len(left) > 0 {
 			return Stopping, append([]string{fmt.Sprintf("tombstoned by CCS (facts v%d); cleanup outstanding", f.FactsVersion)}, left...)
 		}
-		return Stopped, []string{fmt.Sprintf("tombstoned by CCS (facts v%d); nothing remains to clean up (the head and its root are the publisher's)", f.FactsVersion)}
+		return Stopped, []string{fmt.Sprintf("tombstoned by CCS (facts v%d); nothing remains to clean up", f.FactsVersion)}
 	}
 	if c.Desired.Paused {
 		return Disabled, []string{"paused by the policy (paused_collections): nothing new is scheduled"}

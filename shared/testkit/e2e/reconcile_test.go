@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
@@ -35,7 +36,10 @@ func createMany(t testing.TB, env *localenv.Env, n int) []string {
 // whose head cannot be read fails alone (its record, nobody else's) and
 // every other collection is reconciled in the same pass.
 func TestReconcileFansOutOneRequestPerCollection(t *testing.T) {
-	env := start(t, localenv.Options{HoldS3Events: true, NoDelivery: true})
+	// A long visibility timeout: the failed collection's record must not
+	// come back while the loop below still drains the queue (with the
+	// local 2 s default it did on a loaded machine, and was counted twice).
+	env := start(t, localenv.Options{HoldS3Events: true, NoDelivery: true, VisibilityTimeout: 10 * time.Minute})
 	ctx := context.Background()
 	n := contract.ReconcileChunkMax + 10 // two chunks
 	cols := createMany(t, env, n)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -76,9 +77,19 @@ func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (obser
 		":dd": flt(st.Debt.DeleteDensity), ":cd": boolean(st.Debt.CompactionDue), ":tb": boolean(st.Debt.TombstoneActive),
 		":exp": num(time.UnixMilli(st.ObservedAtUnixMs).Add(stateTTL).Unix()),
 	}
+	var add []string
 	if st.Debt.GCObjects > 0 {
-		expr += ", gc_due_at = if_not_exists(gc_due_at, :due) ADD gc_objects :go, gc_bytes :gb"
+		expr += ", gc_due_at = if_not_exists(gc_due_at, :due)"
+		add = append(add, "gc_objects :go", "gc_bytes :gb")
 		vals[":due"], vals[":go"], vals[":gb"] = num(st.Debt.GCDueAtUnixMs), num(st.Debt.GCObjects), num(st.Debt.GCBytes)
+	}
+	if st.RewriteClaims > 0 {
+		// The old image tells the observer whether a claim was pending.
+		add = append(add, "rewrite_claims :rc")
+		vals[":rc"] = num(st.RewriteClaims)
+	}
+	if len(add) > 0 {
+		expr += " ADD " + strings.Join(add, ", ")
 	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(t.table), Key: observedKey(st.Collection, st.Incarnation),
@@ -143,6 +154,20 @@ func (t *ObservedTable) Revert(ctx context.Context, st, prev observe.Observed) e
 	return translate("revert observed state of", st.Collection, err, true)
 }
 
+// TakeRewrite records that a worker took the collection's pending rewrite
+// task: every claim counted so far is served by it (the worker reads the
+// head after this write and plans against it). Nothing claimed is not an
+// error.
+func (t *ObservedTable) TakeRewrite(ctx context.Context, collection string, incarnation uint64) error {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(collection, incarnation),
+		UpdateExpression: aws.String("SET rewrite_taken = rewrite_claims"), ConditionExpression: aws.String("attribute_exists(rewrite_claims)")})
+	var ccf *ddb.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	return translate("take the pending rewrite of", collection, err, true)
+}
+
 // RecordGCSweep replaces the GC debt with what a finished sweep left.
 func (t *ObservedTable) RecordGCSweep(ctx context.Context, collection string, incarnation uint64, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error {
 	expr := "SET gc_objects = :go, gc_bytes = :gb, gc_swept_at = :sa"
@@ -173,6 +198,9 @@ func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
 	if o.Debt.GCDueAtUnixMs > 0 {
 		item["gc_due_at"] = num(o.Debt.GCDueAtUnixMs)
 	}
+	if o.RewriteClaims > 0 {
+		item["rewrite_claims"], item["rewrite_taken"] = num(o.RewriteClaims), num(o.RewriteTaken)
+	}
 	item["expires_at"] = num(time.UnixMilli(o.ObservedAtUnixMs).Add(stateTTL).Unix())
 	return item
 }
@@ -187,6 +215,7 @@ func decodeObserved(collection string, item map[string]ddb.AttributeValue) obser
 	o.CommitTsUnixMs = getN(item, "commit_ts")
 	o.ObservedAtUnixMs = getN(item, "observed_at")
 	o.FactsVersion = getU(item, "facts_version")
+	o.RewriteClaims, o.RewriteTaken = getN(item, "rewrite_claims"), getN(item, "rewrite_taken")
 	o.Debt = observe.Debt{
 		Objects: getN(item, "objects"), Bytes: getN(item, "bytes"), MaxFanOut: getN(item, "max_fan_out"),
 		DeleteDensity: getF(item, "delete_density"), CompactionDue: getB(item, "compaction_due"), TombstoneActive: getB(item, "tombstone"),

@@ -76,16 +76,33 @@ type ExecConfig struct {
 // Memory: one block per input (segment iterators over ranged GETs) plus the
 // output being written, which is buffered until it reaches the target
 // object size and then PUT; never whole inputs.
+// Rewrites records that a worker took a collection's pending rewrite task
+// (observe.Observed RewriteClaims/RewriteTaken): from then on a new head
+// with a rewrite due enqueues the next one.
+type Rewrites interface {
+	TakeRewrite(ctx context.Context, collection string, incarnation uint64) error
+}
+
 type Executor struct {
-	objects Objects
-	lin     *lineage.Reader
-	leases  Leases
-	facts   Facts
-	report  Reporter
-	now     func() time.Time
-	cfg     ExecConfig
-	metrics *metrics.Recorder
-	log     *slog.Logger
+	rewrites Rewrites
+	objects  Objects
+	lin      *lineage.Reader
+	leases   Leases
+	facts    Facts
+	report   Reporter
+	now      func() time.Time
+	cfg      ExecConfig
+	metrics  *metrics.Recorder
+	log      *slog.Logger
+}
+
+// WithRewrites makes the executor take coalesced rewrite tasks: it clears
+// the collection's pending marker when it takes a task and plans against
+// the head it finds (a new task pinned to that head, leased and fenced as
+// any), not the head the task was enqueued for.
+func (e *Executor) WithRewrites(r Rewrites) *Executor {
+	e.rewrites = r
+	return e
 }
 
 // NewExecutor wires the executor. facts may be nil (facts are not checked).
@@ -136,6 +153,9 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 	}
 	started := e.now()
 	e.metrics.Duration("TaskWaitMs", started.Sub(time.UnixMilli(task.EnqueuedAtUnixMs)))
+	if e.rewrites != nil {
+		task = e.takeRewrite(ctx, task, started)
+	}
 	ls, err := e.leases.Acquire(ctx, task, holder, started, e.cfg.LeaseDuration)
 	switch {
 	case errors.Is(err, lease.ErrDone):
@@ -196,6 +216,32 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 		e.log.Warn("mark task done failed", "task", task.TaskID, "err", err)
 	}
 	return res, nil
+}
+
+// takeRewrite records the take of the collection's pending rewrite (the
+// next head may enqueue another) and returns the task to run:
+// when the head moved on from the task's base within the same lifetime of
+// the collection, a fresh task of the same kind pinned to the head found
+// (heads that arrived while this task waited were coalesced into it).
+// Failures here only cost coalescing: the task runs as enqueued.
+func (e *Executor) takeRewrite(ctx context.Context, task contract.Task, now time.Time) contract.Task {
+	if err := e.rewrites.TakeRewrite(ctx, task.Collection, task.Incarnation); err != nil {
+		e.log.Warn("clear pending rewrite failed", "task", task.TaskID, "err", err)
+	}
+	head, err := e.lin.Head(ctx, task.Collection)
+	if err != nil || head.Inc() != contract.Lifetime(task.Incarnation) || head.Version <= task.BaseManifestVersion {
+		return task
+	}
+	var fresh contract.Task
+	if task.Kind == contract.KindLifecycleTransition {
+		fresh = contract.NewSweepTask(task.Kind, task.Collection, head.Version, head.ManifestChecksum, task.CCSFactsVersion, now.UnixMilli())
+	} else {
+		fresh = contract.NewTask(task.Kind, task.Collection, head.Version, head.ManifestChecksum, task.CCSFactsVersion, now.UnixMilli())
+	}
+	fresh = fresh.In(head.Inc())
+	e.metrics.Add("TasksRebasedToHead", 1)
+	e.log.Info("task planned against the head found", "task", task.TaskID, "base", task.BaseManifestVersion, "head", head.Version, "as", fresh.TaskID)
+	return fresh
 }
 
 func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time) (Result, error) {

@@ -31,6 +31,12 @@
 //     GC debt is recorded, not enqueued: nothing removed by a commit can be
 //     deleted before the token lifetime and retention window pass, so GC is
 //     scheduled by reconciliation when the debt is due.
+//   - At most one rewrite task is pending per collection: the advance
+//     counts a head's claim and returns the old counts, so a head that
+//     finds a claim pending enqueues no second rewrite; the worker records
+//     its take and plans against the head it finds. Counters, not flags:
+//     nothing is ever removed, and a lost task costs one reconciliation
+//     interval (reconciliation does not look at the claims).
 //   - Reconciliation is per collection: a scheduled pass only splits the
 //     catalog into requests (ScheduleReconcile, FanOut: one SendMessageBatch
 //     per step), and each collection is reconciled by its own request

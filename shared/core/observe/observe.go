@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -66,6 +67,13 @@ type Observed struct {
 	ObservedAtUnixMs int64
 	FactsVersion     uint64
 	Debt             Debt
+	// RewriteClaims counts the heads that found a rewrite (compaction or
+	// transition) due; RewriteTaken is RewriteClaims as a worker last took
+	// a rewrite task. While RewriteClaims > RewriteTaken a rewrite task is
+	// pending and a new head with a rewrite due updates the debt, not the
+	// queue (the pending task's worker plans against the head it finds).
+	// Counters only (ADD, SET from each other): no attribute is removed.
+	RewriteClaims, RewriteTaken int64
 }
 
 // Debt is the background debt derived from a root: compaction from the
@@ -102,6 +110,10 @@ type Config struct {
 	TokenLifetime   time.Duration               // manifests stay openable this long after being superseded
 	RetentionWindow time.Duration               // global_safe_ts - retention_window bounds eviction
 	GCSweepInterval time.Duration               // reconciliation sweeps at least this often
+	// CoalesceRewrites: at most one pending rewrite task per collection
+	// (a lost one is made up for by reconciliation, which enqueues due
+	// rewrites without looking at the claims).
+	CoalesceRewrites bool
 	// Paused collections get no new task from the observer or
 	// reconciliation (policy paused_collections).
 	Paused policy.CollectionSet
@@ -113,11 +125,12 @@ type Config struct {
 // imported here, its tests reach the adapters, which import this package).
 func ConfigFrom(p policy.Policy, compactionDue func(contract.Summary) bool) Config {
 	return Config{
-		CompactionDue:   compactionDue,
-		TokenLifetime:   p.GC.TokenLifetime.D(),
-		RetentionWindow: p.GC.RetentionWindow.D(),
-		GCSweepInterval: p.GC.SweepInterval.D(),
-		Paused:          p.PausedCollections,
+		CompactionDue:    compactionDue,
+		TokenLifetime:    p.GC.TokenLifetime.D(),
+		RetentionWindow:  p.GC.RetentionWindow.D(),
+		GCSweepInterval:  p.GC.SweepInterval.D(),
+		Paused:           p.PausedCollections,
+		CoalesceRewrites: true,
 	}
 }
 
@@ -233,6 +246,10 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion,
 		Debt: o.debt(root, facts, now),
 	}
+	tasks := o.tasks(head, st, now)
+	if o.cfg.CoalesceRewrites && slices.ContainsFunc(tasks, func(t contract.Task) bool { return t.Kind.Rewrites() }) {
+		st.RewriteClaims = 1 // the advance counts this head's claim
+	}
 	prev, err := o.state.Advance(ctx, st)
 	res := Result{Collection: collection, Incarnation: head.Inc(), Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
 	own := false
@@ -254,7 +271,14 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 		o.log.Info("observed head after a gap", "collection", collection, "previous", prev.Version, "version", head.Version)
 	}
 	res.Outcome = OutcomeAdvanced
-	res.Tasks = o.tasks(head, st, now)
+	res.Tasks = tasks
+	if st.RewriteClaims > 0 && !own && prev.RewriteClaims > prev.RewriteTaken {
+		// A rewrite task is already waiting for this collection: its
+		// worker plans against the head it finds (this one or newer), so
+		// this head adds debt, not a second task.
+		res.Tasks = slices.DeleteFunc(res.Tasks, func(t contract.Task) bool { return t.Kind.Rewrites() })
+		o.metrics.Add("RewritesCoalesced", 1)
+	}
 	if len(res.Tasks) > 0 {
 		if err := o.queue.Enqueue(ctx, res.Tasks); err != nil {
 			// A retried event re-derives the tasks from the recorded head

@@ -56,5 +56,6 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 	if o.Objects != nil {
 		objects = o.Objects(bucket)
 	}
-	return compact.NewExecutor(objects, leases, facts, rep, rt.Now, cfg, m, rt.Log), m
+	ex := compact.NewExecutor(objects, leases, facts, rep, rt.Now, cfg, m, rt.Log).WithRewrites(awsio.NewObservedTable(cl.Dynamo, c.Table))
+	return ex, m
 }

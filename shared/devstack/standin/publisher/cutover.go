@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/store"
 )
 
 // Cutover answers a cutover candidate: accepted (now or already), conflict
@@ -20,6 +21,12 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 	queued := false
 	for attempt := 0; attempt < p.opts.MaxAttempts; attempt++ {
 		base, err := p.Read(ctx, req.Collection)
+		if errors.Is(err, store.ErrNotFound) {
+			// The collection has no head any more (dropped and cleaned
+			// up): there is nothing to apply the candidate to.
+			ans.Status, ans.Reason = contract.CutoverRejected, fmt.Sprintf("collection %s has no head: %v", req.Collection, err)
+			return ans, nil
+		}
 		if err != nil {
 			return ans, err
 		}

@@ -15,7 +15,7 @@ import (
 // its take on, the next head with compaction due enqueues again.
 func TestHeadsCoalesceIntoOnePendingRewrite(t *testing.T) {
 	env := newHeldEnv(t) // merge factor 3: compaction due from the third level-0 object
-	for range 6 { // each head observed before the next commit
+	for range 6 {        // each head observed before the next commit
 		for _, ev := range commitHeld(t, env, "c1", 1) {
 			if _, err := deliver(t, env, ev); err != nil {
 				t.Fatal(err)

@@ -230,3 +230,48 @@ func DecodeWatermark(where string, b []byte) (Watermark, error) {
 	err := Decode("watermark", where, b, &w)
 	return w, err
 }
+
+// NamespaceFacts are CCS's facts about one namespace: its lifetime
+// (incarnation), whether it is dropped (CCS admits a namespace drop only
+// once its child collections are hidden, i.e. tombstoned), its child
+// collections, and whether its release intent is recorded. The
+// coordinator requests the namespace's release only after every child's
+// release intent is recorded.
+type NamespaceFacts struct {
+	SchemaVersion         int      `json:"schema_version"`
+	Namespace             string   `json:"namespace"`
+	Incarnation           uint64   `json:"incarnation,omitempty"`
+	FactsVersion          uint64   `json:"facts_version"`
+	Tombstoned            bool     `json:"tombstoned"`
+	TombstonedAtUnixMs    int64    `json:"tombstoned_at_unix_ms,omitempty"`
+	Collections           []string `json:"collections"`
+	ReleaseIntentRecorded bool     `json:"release_intent_recorded,omitempty"`
+}
+
+// Inc is the namespace's incarnation (absent: 1).
+func (f NamespaceFacts) Inc() uint64 { return Lifetime(f.Incarnation) }
+
+func (f *NamespaceFacts) validate() error {
+	if err := checkSchema(f.SchemaVersion); err != nil {
+		return err
+	}
+	if !ValidCollection(f.Namespace) {
+		return invalid("namespace %q is not a valid namespace name", f.Namespace)
+	}
+	for _, c := range f.Collections {
+		if !ValidCollection(c) {
+			return invalid("child collection %q is not a valid collection name", c)
+		}
+	}
+	return nil
+}
+
+// DecodeNamespaceFacts strictly decodes CCS namespace facts.
+func DecodeNamespaceFacts(where string, b []byte) (NamespaceFacts, error) {
+	var f NamespaceFacts
+	if err := checkSize("ccs namespace facts", where, len(b), MaxFactsBytes); err != nil {
+		return f, err
+	}
+	err := Decode("ccs namespace facts", where, b, &f)
+	return f, err
+}

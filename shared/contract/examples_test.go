@@ -62,6 +62,8 @@ func examples() map[string]any {
 			TombstonedAtUnixMs: 1764400000000, ReservationHorizonUnixMs: 1764486400000, ControlArtifacts: []string{"collections/orders/control/i2-schema.json"}},
 		"release-intent-request.json": contract.ReleaseIntentRequest{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 2), IntentKind: contract.CollectionReleaseIntent, Collection: "orders", Incarnation: 2, FactsVersion: 4,
 			Dependencies: []string{"objects: confirmed (1204 deleted, 3 already gone)", "manifests: confirmed (9 roots, 14 parts, head)", "control_artifacts: confirmed (1 deleted)", "reservation_horizon: confirmed (passed 1764486400000)", "ccs_preconditions: confirmed (none pending)"}},
+		"ccs-namespace-facts.json": contract.NamespaceFacts{SchemaVersion: 1, Namespace: "shop", Incarnation: 1, FactsVersion: 7, Tombstoned: true, TombstonedAtUnixMs: 1764400000000,
+			Collections: []string{"carts", "orders", "returns"}},
 		"release-intent-answer.json": contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 2), Status: contract.IntentRecorded, RecordedAtUnixMs: 1764400200000},
 		"lineage-confirmation.json":  contract.LineageConfirmation{SchemaVersion: 1, Collection: "orders", HeadVersion: 8, HeadChecksum: rootSum, AbandonedRoots: []string{contract.ManifestKey("orders", 1, 9, contract.Checksum([]byte("root v9"))), contract.ManifestKey("orders", 1, 10, contract.Checksum([]byte("root v10")))}, AbandonedHeadVersion: 10, AbandonedHeadChecksum: contract.Checksum([]byte("root v10")), ConfirmedBy: "ops@example.com", ConfirmedAtUnixMs: 1764400300000, Reason: "restored v8 after a bad bulk load"},
 		"watermark.json":             contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
@@ -93,6 +95,8 @@ func decode(name string, b []byte) error {
 		_, err = contract.DecodeCutoverAnswer(name, b)
 	case "ccs-facts.json", "ccs-facts-tombstoned.json":
 		_, err = contract.DecodeCollectionFacts(name, b)
+	case "ccs-namespace-facts.json":
+		_, err = contract.DecodeNamespaceFacts(name, b)
 	case "release-intent-request.json":
 		_, err = contract.DecodeReleaseIntentRequest(name, b)
 	case "release-intent-answer.json":

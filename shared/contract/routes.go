@@ -18,5 +18,6 @@ var PublisherRoutes = []Route{
 var CCSRoutes = []Route{
 	{"GET", "/collections"},
 	{"GET", "/collections/*/facts"},
+	{"GET", "/namespaces/*/facts"},
 	{"POST", "/release-intents"},
 }

@@ -33,6 +33,7 @@ var documents = map[string]struct {
 	"CutoverRequest":       {"cutover-request.json", func() validator { return &CutoverRequest{} }},
 	"CutoverAnswer":        {"cutover-answer.json", func() validator { return &CutoverAnswer{} }},
 	"CollectionFacts":      {"ccs-facts.json", func() validator { return &CollectionFacts{} }},
+	"NamespaceFacts":       {"ccs-namespace-facts.json", func() validator { return &NamespaceFacts{} }},
 	"ReleaseIntentRequest": {"release-intent-request.json", func() validator { return &ReleaseIntentRequest{} }},
 	"ReleaseIntentAnswer":  {"release-intent-answer.json", func() validator { return &ReleaseIntentAnswer{} }},
 	"Watermark":            {"watermark.json", func() validator { return &Watermark{} }},

@@ -106,6 +106,15 @@ func (s *CCS) Facts(ctx context.Context, collection string) (contract.Collection
 	return contract.DecodeCollectionFacts("ccs facts "+collection, b)
 }
 
+// NamespaceFacts reads a namespace's facts.
+func (s *CCS) NamespaceFacts(ctx context.Context, namespace string) (contract.NamespaceFacts, error) {
+	b, err := s.c.do(ctx, http.MethodGet, "/namespaces/"+url.PathEscape(namespace)+"/facts", nil, false)
+	if err != nil {
+		return contract.NamespaceFacts{}, err
+	}
+	return contract.DecodeNamespaceFacts("ccs namespace facts "+namespace, b)
+}
+
 // Collections lists the collections CCS knows.
 func (s *CCS) Collections(ctx context.Context) ([]string, error) {
 	b, err := s.c.do(ctx, http.MethodGet, "/collections", nil, false)

@@ -40,6 +40,65 @@ type CCS interface {
 	RecordReleaseIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error)
 }
 
+// NamespaceCCS is CCS's namespace facts (optional: without it no
+// namespace release is requested).
+type NamespaceCCS interface {
+	NamespaceFacts(ctx context.Context, namespace string) (contract.NamespaceFacts, error)
+}
+
+// namespaceRelease requests the release of the namespace of collection
+// once CCS dropped it and every child collection's release intent is
+// recorded (seed §8.3: a namespace is released only after its children).
+// The collection whose release completes the set triggers it; its
+// identity is the namespace incarnation's, so repeats collapse.
+func (h *Handoff) namespaceRelease(ctx context.Context, collection string) error {
+	ns, ok := h.ccs.(NamespaceCCS)
+	if !ok {
+		return nil
+	}
+	cf, err := h.ccs.Facts(ctx, collection)
+	if err != nil {
+		return fmt.Errorf("namespace release after %s: read facts: %w", collection, err)
+	}
+	if cf.Namespace == "" {
+		return nil
+	}
+	nf, err := ns.NamespaceFacts(ctx, cf.Namespace)
+	if err != nil {
+		return fmt.Errorf("namespace release of %s: read namespace facts: %w", cf.Namespace, err)
+	}
+	if !nf.Tombstoned || nf.ReleaseIntentRecorded {
+		return nil
+	}
+	deps := make([]string, 0, len(nf.Collections))
+	for _, child := range nf.Collections {
+		f, err := h.ccs.Facts(ctx, child)
+		if err != nil {
+			return fmt.Errorf("namespace release of %s: read facts of %s: %w", cf.Namespace, child, err)
+		}
+		if h.cfg.Guards.ReleaseDependencies && (!f.Tombstoned || !f.ReleaseIntentRecorded) {
+			h.metrics.Add("NamespaceReleasesDeferred", 1)
+			h.log.Info("namespace release waits for a child", "namespace", cf.Namespace, "child", child)
+			return nil
+		}
+		deps = append(deps, fmt.Sprintf("collection %s incarnation %d: release intent recorded", child, f.Inc()))
+	}
+	if len(deps) == 0 {
+		deps = append(deps, "no child collections")
+	}
+	id := contract.ReleaseIntentID(contract.NamespaceReleaseIntent, cf.Namespace, nf.Inc())
+	inc := nf.Incarnation
+	req := contract.ReleaseIntentRequest{SchemaVersion: contract.SchemaVersion, IntentID: id, IntentKind: contract.NamespaceReleaseIntent,
+		Namespace: cf.Namespace, Incarnation: inc, FactsVersion: nf.FactsVersion, Dependencies: deps}
+	ans, err := h.ccs.RecordReleaseIntent(ctx, req)
+	if err != nil {
+		return fmt.Errorf("record namespace release intent %s for %s: %w", id, cf.Namespace, err)
+	}
+	h.metrics.Add("NamespaceReleaseIntents", 1)
+	h.log.Info("namespace release intent", "namespace", cf.Namespace, "intent", id, "status", ans.Status, "reason", ans.Reason)
+	return nil
+}
+
 // ErrFactsUnavailable: current CCS facts could not be read, so nothing is
 // handed off (fail closed); the completion is retried later.
 var ErrFactsUnavailable = errors.New("CCS facts unavailable")
@@ -474,6 +533,11 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 	case contract.IntentRecorded, contract.IntentAlreadyRecorded:
 		h.metrics.Add("ReleaseIntentsRecorded", 1)
 		h.log.Info("release intent recorded", "collection", c.Collection, "intent", id, "status", ans.Status)
+		if err := h.namespaceRelease(ctx, c.Collection); err != nil {
+			// The collection's intent stands; the redelivered completion
+			// finds it already recorded and tries the namespace again.
+			return Result{RequestID: id}, err
+		}
 		return Result{Outcome: OutcomeIntentRecorded, RequestID: id, Reason: ans.Status}, nil
 	}
 	h.metrics.Add("ReleaseIntentsRejected", 1)

@@ -299,3 +299,71 @@ func TestReleaseWaitsForReservationHorizon(t *testing.T) {
 		return nil
 	})
 }
+
+// Namespace release (seed §8.3): three collections of a namespace and the
+// namespace are dropped; the namespace's release intent comes only after
+// all three collection intents (the last child's release, 2 days later,
+// triggers it), once.
+func TestNamespaceReleaseAfterEveryChild(t *testing.T) {
+	e := startInc(t)
+	if _, err := e.CCS.CreateNamespace(e.ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	children := []string{"carts", "orders", "returns"}
+	for _, c := range children {
+		f, err := e.CCS.Create(e.ctx, c, "shop", contract.Lifecycle{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Publisher.CreateIncarnation(e.ctx, c, f.Inc()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.CCS.DropNamespace(e.ctx, "shop"); err == nil {
+		t.Fatal("CCS dropped a namespace whose children are live")
+	}
+	for i, c := range children {
+		reserve := time.Duration(0)
+		if i == len(children)-1 {
+			reserve = 48 * time.Hour
+		}
+		if _, err := e.CCS.Drop(e.ctx, c, reserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.CCS.DropNamespace(e.ctx, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	nsIntent := contract.ReleaseIntentID(contract.NamespaceReleaseIntent, "shop", 1)
+	kinds := func() (cols, ns int) {
+		for _, in := range e.intents() {
+			switch {
+			case in.IntentID == nsIntent:
+				ns++
+			case in.IntentKind == contract.CollectionReleaseIntent:
+				cols++
+			}
+		}
+		return cols, ns
+	}
+	e.clk.Advance(time.Hour)
+	if err := e.Watermark.Publish(e.ctx, e.clk.Now(), e.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile()
+	if cols, ns := kinds(); cols != 2 || ns != 0 {
+		t.Fatalf("two children released, one waiting for its horizon: %d collection intents, %d namespace intents (want 2, 0)", cols, ns)
+	}
+	e.clk.Advance(48 * time.Hour)
+	if err := e.Watermark.Publish(e.ctx, e.clk.Now(), e.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile()
+	e.reconcile()
+	if cols, ns := kinds(); cols != 3 || ns != 1 {
+		t.Fatalf("every child released: %d collection intents, %d namespace intents (want 3, 1)", cols, ns)
+	}
+	if nf, err := e.CCS.NamespaceFacts(e.ctx, "shop"); err != nil || !nf.ReleaseIntentRecorded {
+		t.Fatalf("namespace facts after release: %+v %v", nf, err)
+	}
+}

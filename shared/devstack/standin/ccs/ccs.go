@@ -118,6 +118,135 @@ func (s *Service) Drop(ctx context.Context, collection string, reserve time.Dura
 	return s.PutFacts(ctx, f)
 }
 
+// CreateNamespace registers a namespace (incarnation 1, or the next one
+// after its previous lifetime was dropped and released).
+func (s *Service) CreateNamespace(ctx context.Context, namespace string) (contract.NamespaceFacts, error) {
+	cur, err := s.NamespaceFacts(ctx, namespace)
+	f := contract.NamespaceFacts{Namespace: namespace, Incarnation: 1}
+	switch {
+	case errors.Is(err, ErrUnknownCollection):
+	case err != nil:
+		return f, err
+	case !cur.Tombstoned || !cur.ReleaseIntentRecorded:
+		return cur, fmt.Errorf("create namespace %s: incarnation %d: %w", namespace, cur.Inc(), ErrReserved)
+	default:
+		f.Incarnation = cur.Inc() + 1
+	}
+	return s.putNamespace(ctx, f)
+}
+
+// DropNamespace tombstones a namespace; admitted only once every child
+// collection is hidden (tombstoned).
+func (s *Service) DropNamespace(ctx context.Context, namespace string) (contract.NamespaceFacts, error) {
+	f, err := s.NamespaceFacts(ctx, namespace)
+	if err != nil {
+		return f, err
+	}
+	for _, c := range f.Collections {
+		cf, err := s.Facts(ctx, c)
+		if err != nil {
+			return f, err
+		}
+		if !cf.Tombstoned {
+			return f, fmt.Errorf("drop namespace %s: child collection %s is not dropped: %w", namespace, c, ErrReserved)
+		}
+	}
+	f.Tombstoned, f.TombstonedAtUnixMs = true, s.now().UnixMilli()
+	return s.putNamespace(ctx, f)
+}
+
+func (s *Service) putNamespace(ctx context.Context, f contract.NamespaceFacts) (contract.NamespaceFacts, error) {
+	f.Collections = nil // derived from the collections' facts when read
+	f.SchemaVersion = contract.SchemaVersion
+	f.FactsVersion++
+	body, err := contract.Encode(f)
+	if err != nil {
+		return f, err
+	}
+	item := key("NS#"+f.Namespace, "FACTS")
+	item["doc"] = &ddb.AttributeValueMemberS{Value: string(body)}
+	if _, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return f, fmt.Errorf("put namespace facts of %s: %w", f.Namespace, err)
+	}
+	return s.NamespaceFacts(ctx, f.Namespace)
+}
+
+// NamespaceFacts returns a namespace's facts; its children are the
+// collections whose facts name it.
+func (s *Service) NamespaceFacts(ctx context.Context, namespace string) (contract.NamespaceFacts, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key("NS#"+namespace, "FACTS"), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return contract.NamespaceFacts{}, fmt.Errorf("get namespace facts of %s: %w", namespace, err)
+	}
+	doc, ok := out.Item["doc"].(*ddb.AttributeValueMemberS)
+	if !ok {
+		return contract.NamespaceFacts{Namespace: namespace}, fmt.Errorf("namespace %s: %w", namespace, ErrUnknownCollection)
+	}
+	f, err := contract.DecodeNamespaceFacts("ccs namespace facts "+namespace, []byte(doc.Value))
+	if err != nil {
+		return f, err
+	}
+	cols, err := s.Collections(ctx)
+	if err != nil {
+		return f, err
+	}
+	f.Collections = []string{}
+	for _, c := range cols {
+		if cf, err := s.Facts(ctx, c); err == nil && cf.Namespace == namespace {
+			f.Collections = append(f.Collections, c)
+		}
+	}
+	return f, nil
+}
+
+// recordNamespaceIntent records a namespace's release intent once, only
+// while the namespace is dropped and every child's release is recorded.
+func (s *Service) recordNamespaceIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
+	ans := contract.ReleaseIntentAnswer{SchemaVersion: contract.SchemaVersion, IntentID: req.IntentID}
+	if at, ok, err := s.intent(ctx, req.IntentID); err != nil {
+		return ans, err
+	} else if ok {
+		ans.Status, ans.RecordedAtUnixMs = contract.IntentAlreadyRecorded, at
+		return ans, nil
+	}
+	f, err := s.NamespaceFacts(ctx, req.Namespace)
+	if err != nil {
+		return ans, err
+	}
+	if !f.Tombstoned || f.Inc() != contract.Lifetime(req.Incarnation) {
+		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("namespace %s incarnation %d is not dropped", req.Namespace, contract.Lifetime(req.Incarnation))
+		return ans, nil
+	}
+	for _, c := range f.Collections {
+		if cf, err := s.Facts(ctx, c); err != nil || !cf.ReleaseIntentRecorded {
+			ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("child collection %s is not released", c)
+			return ans, nil
+		}
+	}
+	body, err := contract.Encode(req)
+	if err != nil {
+		return ans, err
+	}
+	now := s.now().UnixMilli()
+	item := key("INTENT#"+req.IntentID, "INTENT")
+	item["doc"] = &ddb.AttributeValueMemberS{Value: string(body)}
+	item["recorded_at"] = &ddb.AttributeValueMemberN{Value: strconv.FormatInt(now, 10)}
+	if _, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}); err != nil {
+		var ccf *ddb.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			ans.Status = contract.IntentAlreadyRecorded
+			return ans, nil
+		}
+		return ans, fmt.Errorf("record intent %s: %w", req.IntentID, err)
+	}
+	ans.Status, ans.RecordedAtUnixMs = contract.IntentRecorded, now
+	f.ReleaseIntentRecorded = true
+	if _, err := s.putNamespace(ctx, f); err != nil {
+		return ans, err
+	}
+	return ans, nil
+}
+
 // Facts returns a collection's facts.
 func (s *Service) Facts(ctx context.Context, collection string) (contract.CollectionFacts, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key("FACTS#"+collection, "FACTS"), ConsistentRead: aws.Bool(true)})
@@ -158,6 +287,9 @@ func (s *Service) Collections(ctx context.Context) ([]string, error) {
 // An intent for a collection that is not tombstoned is rejected.
 func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
 	ans := contract.ReleaseIntentAnswer{SchemaVersion: contract.SchemaVersion, IntentID: req.IntentID}
+	if req.IntentKind == contract.NamespaceReleaseIntent {
+		return s.recordNamespaceIntent(ctx, req)
+	}
 	if prev, ok, err := s.intent(ctx, req.IntentID); err != nil {
 		return ans, err
 	} else if ok {
@@ -247,6 +379,7 @@ func (s *Service) Intents(ctx context.Context) ([]contract.ReleaseIntentRequest,
 //
 //	GET  /collections                   -> {"collections": [...]}
 //	GET  /collections/{c}/facts         -> CollectionFacts
+//	GET  /namespaces/{n}/facts          -> NamespaceFacts
 //	POST /release-intents               ReleaseIntentRequest -> ReleaseIntentAnswer
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -256,6 +389,14 @@ func (s *Service) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /collections/{c}/facts", func(w http.ResponseWriter, r *http.Request) {
 		f, err := s.Facts(r.Context(), r.PathValue("c"))
+		if errors.Is(err, ErrUnknownCollection) {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		respond(w, f, err)
+	})
+	mux.HandleFunc("GET /namespaces/{n}/facts", func(w http.ResponseWriter, r *http.Request) {
+		f, err := s.NamespaceFacts(r.Context(), r.PathValue("n"))
 		if errors.Is(err, ErrUnknownCollection) {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return

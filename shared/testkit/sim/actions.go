@@ -540,6 +540,14 @@ func (w *World) duringBackoff(c string) {
 	if inv == nil || !inv.faults || w.quiet || w.cols[c] == nil || w.cols[c].tombstoned || w.rng.IntN(3) == 0 {
 		return
 	}
+	if len(w.stack) > 1 {
+		// This worker runs nested inside another invocation's call (a
+		// takeover while that one's DeleteObjects is in flight): a restore
+		// now would race a delete already sent on a fresh proof, the
+		// window rule 14 bounds and no check can close. Restores race
+		// retries, not requests in flight.
+		return
+	}
 	w.count("rollback-during-backoff")
 	w.logf("   >> while %s backs off:", inv.name)
 	w.rollbackTo(c, math.MaxUint64, w.rng.IntN(2) == 0) // often far back: what GC is trimming

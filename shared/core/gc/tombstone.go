@@ -606,7 +606,10 @@ func (r *tombRun) dependencies() []contract.Dependency {
 		return contract.DependencyPending
 	}
 	cleaned := r.p.Phase == PhaseWaiting || r.p.Phase == PhaseDone
-	horizon := r.facts.ReservationHorizonUnixMs
+	// The horizon is CCS's instant; this function's clock may run up to
+	// ClockSkew ahead of it, so the horizon counts as passed only that much
+	// later (the sim found releases 7-13 s early with a skewed clock).
+	horizon := r.releaseAfter()
 	horizonOK := now >= horizon
 	if !r.e.cfg.Guards.ReleaseHorizon {
 		horizonOK = true // mutation proof only
@@ -619,6 +622,12 @@ func (r *tombRun) dependencies() []contract.Dependency {
 		{Name: contract.DepReservationHorizon, State: state(horizonOK), Evidence: fmt.Sprintf("horizon %d, now %d", horizon, now)},
 		{Name: contract.DepCCSPreconditions, State: state(len(pending) == 0), Evidence: "pending: [" + strings.Join(pending, ", ") + "]"},
 	}
+}
+
+// releaseAfter is the first instant of this function's clock at which the
+// reservation horizon has surely passed: the horizon plus the clock skew.
+func (r *tombRun) releaseAfter() int64 {
+	return r.facts.ReservationHorizonUnixMs + r.e.cfg.ClockSkew.Milliseconds()
 }
 
 func allConfirmed(deps []contract.Dependency) bool {
@@ -637,8 +646,8 @@ func (r *tombRun) finish(ctx context.Context, task contract.Task) error {
 	r.p.Dependencies, r.rep.Deps = deps, deps
 	if !allConfirmed(deps) {
 		r.rep.Outcome, r.rep.Phase = TombWaiting, r.p.Phase
-		if r.facts.ReservationHorizonUnixMs > r.e.now().UnixMilli() {
-			r.p.NextDueUnixMs = r.facts.ReservationHorizonUnixMs
+		if at := r.releaseAfter(); at > r.e.now().UnixMilli() {
+			r.p.NextDueUnixMs = at
 		}
 		r.e.metrics.Add("TombstonesWaiting", 1)
 		return r.save(ctx)

@@ -6,5 +6,5 @@
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: ## Run the benchmarks and write out/bench.md and out/bench.json (~4 min on 2 cores)
+bench: ## Run the benchmarks and write out/bench.md and out/bench.json (~20 min on 2 cores: the fleet benchmarks run minutes each)
 	$(GO) run ./cmd/benchreport -out out $(BENCH_FLAGS)

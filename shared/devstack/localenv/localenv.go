@@ -267,3 +267,10 @@ func (e *Env) Reconcile(ctx context.Context) ([][]byte, error) {
 		}
 	}
 }
+
+// Reset empties the buffer.
+func (s *SyncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Reset()
+}

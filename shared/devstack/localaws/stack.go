@@ -95,7 +95,7 @@ func Start(opts Options) (*Stack, error) {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Stack{
 		opts: opts, log: opts.Logger, ln: ln, url: "http://" + ln.Addr().String(),
-		ddb: server.NewServer(), mux: http.NewServeMux(), counts: newCounter(),
+		ddb: &removingDynamo{next: server.NewServer()}, mux: http.NewServeMux(), counts: newCounter(),
 		fns: newRegistry(), ctx: ctx, stop: stop, creds: opts.Credentials, events: newEventBus(),
 	}
 	if s.creds == nil {

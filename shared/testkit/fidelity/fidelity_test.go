@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -575,6 +576,47 @@ func TestDynamoConditionalWrites(t *testing.T) {
 		}
 		if e, ok := out.Item["epoch"].(*ddbtypes.AttributeValueMemberN); !ok || e.Value != "2" {
 			t.Fatalf("epoch %v, want 2 (if_not_exists + 1, twice)", out.Item["epoch"])
+		}
+	})
+}
+
+// DynamoDB: REMOVE in an UpdateItem deletes the attribute (alone, and next
+// to SET in one expression); GC's sweep record clears gc_due_at this way.
+func TestDynamoUpdateRemovesAttributes(t *testing.T) {
+	each(t, func(t *testing.T, b backend) {
+		tb := table(t, b)
+		key := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "c1"}}
+		n := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberN{Value: v} }
+		if _, err := b.c.Dynamo.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(tb), Item: map[string]ddbtypes.AttributeValue{
+			"pk": key["pk"], "a": n("1"), "b": n("2"), "c": n("3")}}); err != nil {
+			t.Fatal(err)
+		}
+		attrs := func() []string {
+			t.Helper()
+			out, err := b.c.Dynamo.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tb), Key: key, ConsistentRead: aws.Bool(true)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for k := range out.Item {
+				names = append(names, k)
+			}
+			slices.Sort(names)
+			return names
+		}
+		if _, err := b.c.Dynamo.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tb), Key: key, UpdateExpression: aws.String("REMOVE a")}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(attrs(), ","); got != "b,c,pk" {
+			t.Fatalf("after REMOVE a: attributes %s, want b,c,pk", got)
+		}
+		if _, err := b.c.Dynamo.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(tb), Key: key,
+			UpdateExpression: aws.String("SET d = :v REMOVE b, #c"), ExpressionAttributeNames: map[string]string{"#c": "c"},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":v": n("4")}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(attrs(), ","); got != "d,pk" {
+			t.Fatalf("after SET d REMOVE b, #c: attributes %s, want d,pk", got)
 		}
 	})
 }

@@ -384,6 +384,26 @@ func TestDynamoObservedStateConditions(t *testing.T) {
 	})
 }
 
+// A finished sweep with nothing left due clears gc_due_at (an UpdateItem
+// REMOVE, which minidyn alone kept).
+func TestDynamoSweepRecordClearsTheDueTime(t *testing.T) {
+	each(t, func(t *testing.T, b backend) {
+		newTable(t, b)
+		ot := awsio.NewObservedTable(b.ddb, "coord")
+		if _, err := ot.Advance(ctx, observe.Observed{Collection: "c", Version: 1, Checksum: "sha256:1", ObservedAtUnixMs: 1000,
+			Debt: observe.Debt{GCObjects: 3, GCDueAtUnixMs: 5000}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ot.RecordGCSweep(ctx, "c", 1, 0, 0, 0, 6000); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ot.Get(ctx, "c", 1)
+		if err != nil || got.Debt.GCDueAtUnixMs != 0 || got.Debt.GCObjects != 0 || got.Debt.GCSweptAtUnixMs != 6000 {
+			t.Fatalf("after a sweep that left nothing: %+v %v, want no due time", got.Debt, err)
+		}
+	})
+}
+
 func TestDynamoRawAnswers(t *testing.T) {
 	each(t, func(t *testing.T, b backend) {
 		newTable(t, b)

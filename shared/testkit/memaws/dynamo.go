@@ -10,6 +10,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	minidyn "github.com/truora/minidyn/aws-v2/client"
+
+	"github.com/searchfabric/bcc/shared/devstack/localaws"
 )
 
 // Dynamo is in-memory Amazon DynamoDB (the method set of awsio.DynamoAPI,
@@ -196,6 +198,16 @@ func (d *Dynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _
 		if err != nil {
 			return nil, withOldItem(err, old, in.ReturnValuesOnConditionCheckFailure)
 		}
+		if removed := localaws.RemovedAttributes(aws.ToString(in.UpdateExpression), in.ExpressionAttributeNames); len(removed) > 0 {
+			// minidyn keeps an attribute its REMOVE deleted (see
+			// localaws.RemovedAttributes); DynamoDB deletes it.
+			if err := d.removeAttributes(ctx, table, in.Key, removed); err != nil {
+				return nil, err
+			}
+			for _, a := range removed {
+				delete(res.Attributes, a)
+			}
+		}
 		if in.ReturnValues == "" || in.ReturnValues == ddbtypes.ReturnValueNone {
 			res.Attributes = nil
 		}
@@ -205,6 +217,20 @@ func (d *Dynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, _
 		return nil, err
 	}
 	return out.(*dynamodb.UpdateItemOutput), nil
+}
+
+// removeAttributes deletes attrs from the item at key (d.mu is held).
+func (d *Dynamo) removeAttributes(ctx context.Context, table string, key map[string]ddbtypes.AttributeValue, attrs []string) error {
+	got, err := d.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return err
+	}
+	item := got.Item
+	for _, a := range attrs {
+		delete(item, a)
+	}
+	_, err = d.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item})
+	return err
 }
 
 // DeleteItem deletes an item (conditionally with ConditionExpression); a

@@ -223,23 +223,10 @@ func (s *Service) recordNamespaceIntent(ctx context.Context, req contract.Releas
 			return ans, nil
 		}
 	}
-	body, err := contract.Encode(req)
-	if err != nil {
+	ans, err = s.putIntent(ctx, ans, req)
+	if err != nil || ans.Status != contract.IntentRecorded {
 		return ans, err
 	}
-	now := s.now().UnixMilli()
-	item := key("INTENT#"+req.IntentID, "INTENT")
-	item["doc"] = &ddb.AttributeValueMemberS{Value: string(body)}
-	item["recorded_at"] = &ddb.AttributeValueMemberN{Value: strconv.FormatInt(now, 10)}
-	if _, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}); err != nil {
-		var ccf *ddb.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			ans.Status = contract.IntentAlreadyRecorded
-			return ans, nil
-		}
-		return ans, fmt.Errorf("record intent %s: %w", req.IntentID, err)
-	}
-	ans.Status, ans.RecordedAtUnixMs = contract.IntentRecorded, now
 	f.ReleaseIntentRecorded = true
 	if _, err := s.putNamespace(ctx, f); err != nil {
 		return ans, err
@@ -313,6 +300,22 @@ func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseI
 		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("preconditions pending: %v", f.PendingPreconditions)
 		return ans, nil
 	}
+	ans, err = s.putIntent(ctx, ans, req)
+	if err != nil || ans.Status != contract.IntentRecorded {
+		return ans, err
+	}
+	if req.IntentKind == contract.CollectionReleaseIntent {
+		f.ReleaseIntentRecorded = true
+		if _, err := s.PutFacts(ctx, f); err != nil {
+			return ans, fmt.Errorf("mark %s incarnation %d released: %w", req.Collection, f.Inc(), err)
+		}
+	}
+	return ans, nil
+}
+
+// putIntent records req once (a conditional put on its id): recorded, or
+// already_recorded when the id is there.
+func (s *Service) putIntent(ctx context.Context, ans contract.ReleaseIntentAnswer, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
 	body, err := contract.Encode(req)
 	if err != nil {
 		return ans, err
@@ -328,15 +331,8 @@ func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseI
 		ans.Status, ans.RecordedAtUnixMs = contract.IntentRecorded, now
 	case errors.As(err, &ccf):
 		ans.Status = contract.IntentAlreadyRecorded
-		return ans, nil
 	default:
 		return ans, fmt.Errorf("record intent %s: %w", req.IntentID, err)
-	}
-	if req.IntentKind == contract.CollectionReleaseIntent {
-		f.ReleaseIntentRecorded = true
-		if _, err := s.PutFacts(ctx, f); err != nil {
-			return ans, fmt.Errorf("mark %s incarnation %d released: %w", req.Collection, f.Inc(), err)
-		}
 	}
 	return ans, nil
 }

@@ -47,6 +47,15 @@ var AdapterMutations = []AdapterMutation{
 		Invariant: "lease-exclusive",
 	},
 	{
+		Name: "lease acquire asks for no item on a failed condition (ReturnValuesOnConditionCheckFailure dropped)",
+		File: "shared/adapters/awsio/lease.go",
+		Old:  "in.ReturnValuesOnConditionCheckFailure = ddb.ReturnValuesOnConditionCheckFailureAllOld",
+		New:  "_ = ddb.ReturnValuesOnConditionCheckFailureAllOld",
+		// own-write recognition then cannot see that a retried acquire's
+		// refusal is its own applied write: the task is dropped unrun
+		Invariant: "own-write",
+	},
+	{
 		Name:      "observed state advances only backwards",
 		File:      "shared/adapters/awsio/observed.go",
 		Old:       "#v < :v",

@@ -128,7 +128,17 @@ func (w *World) consume(class string) bool {
 	}
 	ev := events.SQSEvent{}
 	var ids []string
+	incs := map[string]map[uint64]bool{}
 	for _, m := range msgs {
+		if class == resources.QueueGC || class == resources.QueueCompaction {
+			if t, err := contract.DecodeTask("sim", []byte(aws.ToString(m.Body))); err == nil {
+				if incs[t.Collection] == nil {
+					incs[t.Collection] = map[uint64]bool{}
+				}
+				incs[t.Collection][t.Inc()] = true
+				w.remember(heldMsg{class: class, group: m.Attributes["MessageGroupId"], body: aws.ToString(m.Body), inc: t.Inc()}, t.Collection)
+			}
+		}
 		if n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"]); n > 1 {
 			w.count("sqs-redelivered")
 		}
@@ -155,6 +165,7 @@ func (w *World) consume(class string) bool {
 		}
 	}
 	var resp events.SQSEventResponse
+	w.nextIncs = incs
 	crashed, err := w.invoke(def.Consumer, !outage, class, func(r fnRun) error {
 		var err error
 		resp, err = w.consumer(class, ev.Records[0].Attributes["MessageGroupId"], r).Handle(r.ctx, ev)
@@ -212,7 +223,7 @@ func (w *World) checkObservation(r handler.ObservedHead) {
 	}
 	if r.Outcome == "duplicate" && len(r.Tasks) == 0 {
 		var st observe.Observed
-		w.system(func() { st, _ = w.state.Get(w.ctx, r.Collection, 1) })
+		w.system(func() { st, _ = w.state.Get(w.ctx, r.Collection, col.inc) })
 		if st.Version == r.Version && st.Debt.CompactionDue && !st.Debt.TombstoneActive && !w.taskFor(st) {
 			w.violate("lost-enqueue", "%s v%d: compaction is due, the duplicate observation enqueued nothing and no task for the head is queued or leased", r.Collection, r.Version)
 		}
@@ -247,9 +258,10 @@ func (w *World) taskFor(st observe.Observed) bool {
 			return true
 		}
 	}
+	inc := w.cols[st.Collection].inc
 	for _, t := range []contract.Task{
-		contract.NewTask(contract.KindCompaction, st.Collection, st.Version, st.Checksum, st.FactsVersion, st.ObservedAtUnixMs),
-		contract.NewSweepTask(contract.KindLifecycleTransition, st.Collection, st.Version, st.Checksum, st.FactsVersion, st.ObservedAtUnixMs),
+		contract.NewTask(contract.KindCompaction, st.Collection, st.Version, st.Checksum, st.FactsVersion, st.ObservedAtUnixMs).In(inc),
+		contract.NewSweepTask(contract.KindLifecycleTransition, st.Collection, st.Version, st.Checksum, st.FactsVersion, st.ObservedAtUnixMs).In(inc),
 	} {
 		if _, ok := decodeLeaseItem(w.ddb.Item(w.def.Table.Name, leaseKey(t.TaskID))); ok {
 			return true
@@ -449,6 +461,13 @@ func (w *World) rollback(c string) { w.rollbackTo(c, 8, false) }
 // newest cutover).
 func (w *World) rollbackTo(c string, back uint64, oldest bool) {
 	col := w.cols[c]
+	if col.inc > 1 {
+		// Not modelled: an operator's lineage confirmation addresses only
+		// the first lifetime's observed state (contract.LineageConfirmation
+		// names no incarnation), so a re-created name's head regression
+		// could never be answered.
+		return
+	}
 	h := col.head()
 	var targets []*version
 	for n := h.v - min(h.v-1, back); n < h.v; n++ {
@@ -505,7 +524,7 @@ func (w *World) restoreNewestCutover() {
 		col := w.cols[c]
 		h := col.head()
 		base := col.byVersion[h.root.ParentVersion]
-		if h.root.Origin.Kind != contract.OriginCutover || base == nil || !w.intact(base) {
+		if h.root.Origin.Kind != contract.OriginCutover || base == nil || !w.intact(base) || col.inc > 1 { // see rollbackTo
 			continue
 		}
 		w.count("restore-after-cutover")
@@ -571,7 +590,7 @@ func (w *World) operatorConfirms(c string) {
 			pl.RootsAbove = append(pl.RootsAbove, k)
 		}
 	}
-	if st, err := w.state.Get(w.ctx, c, 1); err == nil && st.Version != 0 {
+	if st, err := w.state.Get(w.ctx, c, col.inc); err == nil && st.Version != 0 {
 		pl.HighestObserved, pl.HighestObservedChecksum = st.Version, st.Checksum
 	}
 	conf, ok := gc.ConfirmationFor(pl, "sim-operator", "", time.UnixMilli(w.t))
@@ -887,6 +906,12 @@ func (w *World) stepActions() []action {
 	if dropped := w.tombstonedCollections(); len(dropped) > 0 {
 		acts = append(acts, action{1, "tombstone-replaced", func() { w.retombstone(w.pick(dropped)) }})
 	}
+	if released := w.recreatable(); len(released) > 0 {
+		acts = append(acts, action{4, "recreate", func() { w.recreate(w.pick(released)) }})
+	}
+	if len(w.held) > 0 {
+		acts = append(acts, action{3, "deliver-held", func() { w.redeliverHeld(w.rng.IntN(len(w.held))) }})
+	}
 	return acts
 }
 
@@ -1035,6 +1060,11 @@ func (w *World) quiesce() {
 		for len(w.notes) > 0 {
 			w.deliver(0, false)
 		}
+		// Tasks of released lifetimes arrive late, ahead of the new
+		// lifetime's own (FIFO per collection).
+		for i := range w.held {
+			w.redeliverHeld(i)
+		}
 		w.reconcile()
 		switch round {
 		case 2:
@@ -1058,6 +1088,17 @@ func (w *World) quiesce() {
 			}
 		}
 		w.drain()
+		if round <= 6 {
+			// A released name is created again (its next incarnation) and
+			// written to: compaction and GC debt for the late tasks of
+			// the old lifetime to meet.
+			for _, c := range w.recreatable() {
+				w.recreate(c)
+				for range 3 {
+					w.appendTo(c)
+				}
+			}
+		}
 		w.StepsRun++
 		if len(w.violations) == 0 {
 			w.checkStep()
@@ -1128,6 +1169,9 @@ func (w *World) checkConverged() {
 			w.checkReleased(col)
 			continue
 		}
+		if !w.releasedOnce(c) {
+			return
+		}
 		h := col.head()
 		snap := compact.Snapshot{Collection: c, Version: h.v, Checksum: h.checksum}
 		for _, k := range sortedKeys(h.objects) {
@@ -1138,7 +1182,7 @@ func (w *World) checkConverged() {
 			// debt of the head. Due with work left for the executor is
 			// stuck work; the executor's planner may also see jobs the
 			// observer's summary-based model does not trigger (counted).
-			st, err := w.state.Get(w.ctx, c, 1)
+			st, err := w.state.Get(w.ctx, c, col.inc)
 			if err != nil {
 				w.violate("converged", "read observed state of %s: %v", c, err)
 				return
@@ -1240,6 +1284,9 @@ func (w *World) checkConverged() {
 // what only a head regression's abandoned versions hold).
 func (w *World) checkReleased(col *collection) {
 	c := col.name
+	if !w.releasedOnce(c) {
+		return
+	}
 	f := w.ccs.facts[c]
 	id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c, f.Inc())
 	if _, ok := w.ccs.Intents[id]; !ok {
@@ -1249,4 +1296,112 @@ func (w *World) checkReleased(col *collection) {
 	if k := w.releaseBlocker(c); k != "" {
 		w.violate("converged", "released %s: %s still exists after the quiescent phase", c, k)
 	}
+}
+
+// ---------------------------------------------------------------------------
+// Lifetimes: drop, release, re-create.
+
+// remember keeps a task message of c's current lifetime (a few per name)
+// to deliver again after the name is re-created.
+func (w *World) remember(m heldMsg, c string) {
+	col := w.cols[c]
+	if col == nil || m.inc != col.inc {
+		return
+	}
+	seen := w.seen[c]
+	if len(seen) < 4 {
+		w.seen[c] = append(seen, m)
+		return
+	}
+	seen[w.rng.IntN(len(seen))] = m
+}
+
+// recreatable names the dropped collections whose release intent for
+// their current incarnation is recorded: CCS lets the name be created
+// again.
+func (w *World) recreatable() []string {
+	var out []string
+	for _, c := range w.tombstonedCollections() {
+		f := w.ccs.facts[c]
+		if _, ok := w.ccs.Intents[contract.ReleaseIntentID(contract.CollectionReleaseIntent, c, f.Inc())]; ok && f.ReleaseIntentRecorded {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// recreate creates the released name c again as its next incarnation:
+// CCS facts with incarnation+1 (not tombstoned), then its version 1 from
+// the publisher, as the workload creates a collection. The old lifetime's
+// tasks stay where they are (queued, in flight, leased); some of them are
+// held back and delivered again later (redeliverHeld). The sim's model of
+// c starts over; what the invariants need of the old lifetime stays: its
+// release intent (releasedOnce) and the keys the old lifetime left that
+// are never GC's (foreign uploads stay foreign).
+func (w *World) recreate(c string) {
+	old := w.cols[c]
+	f := w.ccs.facts[c]
+	inc := f.Inc()
+	if w.exists(contract.HeadKey(c)) {
+		w.violate("release-dependencies", "%s incarnation %d is released but its head still exists", c, inc)
+		return
+	}
+	w.lifetimes[c] = append(w.lifetimes[c], inc)
+	for _, m := range w.seen[c] {
+		if len(w.held) < 8 {
+			w.held = append(w.held, m)
+		}
+	}
+	delete(w.seen, c)
+	nf := w.ccs.put(contract.CollectionFacts{Collection: c, Incarnation: inc + 1, Lifecycle: f.Lifecycle})
+	w.uploads = slices.DeleteFunc(w.uploads, func(u workload.Upload) bool { return u.Collection == c })
+	w.readers = slices.DeleteFunc(w.readers, func(r reader) bool { return r.c == c })
+	if w.ownerDown == c {
+		w.ownerDown = ""
+	}
+	delete(w.cols, c)
+	_, err := w.invokeOwner(func() error { _, err := w.pub.CreateIncarnation(w.ctx, c, inc+1); return err })
+	if err != nil || w.cols[c] == nil {
+		w.cols[c] = old
+		w.violate("workload", "re-create of %s as incarnation %d failed: %v", c, inc+1, err)
+		return
+	}
+	w.gen.Reset(c, nil)
+	w.unread[c] = true
+	w.count("recreate")
+	w.logf("  CCS re-creates %s as incarnation %d (facts v%d); %d late tasks of old lifetimes held", c, inc+1, nf.FactsVersion, len(w.held))
+}
+
+// redeliverHeld sends the i-th held task of a released lifetime to its
+// queue again (a delayed or duplicated delivery after the re-creation).
+func (w *World) redeliverHeld(i int) {
+	m := w.held[i]
+	w.heldN++
+	w.system(func() {
+		_, err := w.sqs.SendMessage(w.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(w.urls[m.class]), MessageBody: aws.String(m.body),
+			MessageGroupId: aws.String(m.group), MessageDeduplicationId: aws.String(fmt.Sprintf("held-%d", w.heldN))})
+		if err != nil {
+			panic(err)
+		}
+	})
+	w.count("held-redelivered")
+	w.logf("  a %s task of %s incarnation %d arrives late (after the re-creation)", m.class, m.group, m.inc)
+}
+
+// releasedOnce checks, for every released lifetime of c, that exactly one
+// release intent was recorded for it.
+func (w *World) releasedOnce(c string) bool {
+	for _, inc := range w.lifetimes[c] {
+		n := 0
+		for _, in := range w.ccs.Intents {
+			if in.Req.Collection == c && contract.Lifetime(in.Req.Incarnation) == inc {
+				n++
+			}
+		}
+		if n != 1 {
+			w.violate("release-dependencies", "released %s incarnation %d has %d release intents (want exactly one)", c, inc, n)
+			return false
+		}
+	}
+	return true
 }

@@ -31,7 +31,8 @@
 // corrupt or missing watermark, readers holding versions, other writers'
 // uploads, clock skew between functions (bounded by the policy's
 // ClockSkew), CCS facts changes and tombstones (also while a completion
-// waits for the handoff), tombstones replaced by newer ones, and outages of
+// waits for the handoff), tombstones replaced by newer ones, released names re-created as their
+// next incarnation (with the old lifetime's tasks delivered again late), and outages of
 // the publisher for one collection while handoff batches mix collections.
 //
 // Invariants: pinned-delete (a), stale-cutover / delete-gain (b), readable
@@ -46,7 +47,12 @@
 // lost-enqueue (a duplicate observation of a head with compaction due
 // leaves a task for it queued or leased), isolation (during one
 // collection's owner outage no other collection's record of a handoff
-// batch fails) and transition-nothing (no lifecycle transition is
-// scheduled for a head with nothing to move). Checks read
-// the in-memory stores directly, never through a faulted call.
+// batch fails), transition-nothing (no lifecycle transition is
+// scheduled for a head with nothing to move), incarnation-fence (a
+// released name is re-created as its next incarnation while tasks of the
+// old lifetime are still queued or delivered again late: nothing running
+// only tasks of an old incarnation deletes the head or a committed object
+// of the current one) and exactly one release intent per incarnation
+// (release-dependencies). Checks read the in-memory stores directly, never
+// through a faulted call.
 package sim

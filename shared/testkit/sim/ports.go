@@ -101,6 +101,11 @@ func (c *CCS) RecordReleaseIntent(_ context.Context, req contract.ReleaseIntentR
 		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("%s incarnation %d is not tombstoned", req.Collection, contract.Lifetime(req.Incarnation))
 		return ans, err
 	}
+	for _, in := range c.Intents {
+		if in.Req.Collection == req.Collection && contract.Lifetime(in.Req.Incarnation) == contract.Lifetime(req.Incarnation) {
+			c.w.violate("release-dependencies", "second release intent %s for %s incarnation %d (already %s)", req.IntentID, req.Collection, contract.Lifetime(req.Incarnation), in.Req.IntentID)
+		}
+	}
 	c.w.checkReleaseDependencies(req)
 	if why := factsDrift(contract.KindTombstoneCleanup, c.history[req.Collection][req.FactsVersion], f); why != "" {
 		c.w.violate("stale-facts", "release intent %s for %s recorded under facts v%d, the cleanup ran under v%d: %s",

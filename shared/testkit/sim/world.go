@@ -107,6 +107,7 @@ type collection struct {
 	highest    uint64              // the highest version ever the head
 	tombstoned bool
 	horizon    int64
+	inc        uint64 // the lifetime (CCS incarnation) this model describes
 }
 
 func (c *collection) head() *version { return c.versions[len(c.versions)-1] }
@@ -129,6 +130,16 @@ type invocation struct {
 	faults      bool
 	noHeadMoves bool
 	queue       string // the queue whose message it consumes
+	// incs: the incarnations of the tasks in the batch it consumes, by
+	// collection (invariant incarnation-fence attributes deletes by them).
+	incs map[string]map[uint64]bool
+}
+
+// heldMsg is a task message of a collection's lifetime, kept to be
+// delivered again after the name is re-created (a delayed delivery).
+type heldMsg struct {
+	class, group, body string
+	inc                uint64
 }
 
 // World is one seed's simulated deployment: the real use cases over
@@ -191,6 +202,16 @@ type World struct {
 
 	stack  []*invocation
 	invSeq int
+	// nextIncs: the task incarnations of the batch the next invocation
+	// consumes (set by consume, taken by invoke).
+	nextIncs map[string]map[uint64]bool
+	// seen: recent GC and compaction task messages of each collection's
+	// current lifetime; held: those of released lifetimes, delivered again
+	// after the re-creation; lifetimes: each name's released incarnations.
+	seen      map[string][]heldMsg
+	held      []heldMsg
+	heldN     int
+	lifetimes map[string][]uint64
 
 	faultRate float64
 	nestRate  float64
@@ -226,6 +247,7 @@ func newWorld(cfg Config) *World {
 	w := &World{
 		cfg: cfg, pol: pol, def: resources.For("sim", pol), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
 		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, handing: map[string]contract.Completion{}, staleFacts: map[string]string{}, deleted: map[string]bool{}, foreign: map[string]bool{}, unread: map[string]bool{},
+		seen: map[string][]heldMsg{}, lifetimes: map[string][]uint64{},
 		Counts: map[string]int{}, round: -1,
 	}
 	now := func() time.Time { return time.UnixMilli(w.t) }
@@ -292,7 +314,8 @@ type fnRun struct {
 // clock. A Crash panicked by a call ends the invocation (crashed = true).
 func (w *World) invoke(name string, faults bool, queue string, fn func(r fnRun) error) (crashed bool, err error) {
 	w.invSeq++
-	inv := &invocation{name: fmt.Sprintf("%s#%d", name, w.invSeq), faults: faults && !w.quiet, queue: queue}
+	inv := &invocation{name: fmt.Sprintf("%s#%d", name, w.invSeq), faults: faults && !w.quiet, queue: queue, incs: w.nextIncs}
+	w.nextIncs = nil
 	skew := w.pol.ClockSkew.Ms()
 	inv.skewMs = w.rng.Int64N(skew+1) - skew/2
 	if inv.skewMs != 0 {
@@ -463,6 +486,12 @@ func (w *World) onHead(c string, body []byte) {
 	head, err := contract.DecodeHead(contract.HeadKey(c), body)
 	if err != nil {
 		w.violate("head-valid", "head of %s does not decode: %v", c, err)
+		return
+	}
+	if len(col.versions) == 0 {
+		col.inc = head.Inc()
+	} else if head.Inc() != col.inc {
+		w.violate("incarnation-fence", "head of %s names incarnation %d while its lifetime %d is the current one", c, head.Inc(), col.inc)
 		return
 	}
 	if len(col.versions) > 0 && head.Version <= col.head().v {
@@ -636,6 +665,15 @@ func (w *World) onDelete(key string) {
 	col := w.cols[c]
 	if !ok || col == nil {
 		return
+	}
+	// incarnation-fence: nothing of an old lifetime (a late task) deletes
+	// an object, or the head, of the name's current lifetime.
+	if inv := w.top(); inv != nil && len(col.versions) > 0 {
+		if incs, ok := inv.incs[c]; ok && !incs[col.inc] && (key == contract.HeadKey(c) || col.committed[key]) {
+			w.violate("incarnation-fence", "%s (of %s incarnation %d) deleted by %s, which runs only tasks of incarnation(s) %v",
+				key, c, col.inc, inv.name, sortedIncs(incs))
+			return
+		}
 	}
 	for _, v := range col.versions {
 		if why := w.protects(col, v, key); why != "" && v.has(key) {
@@ -812,4 +850,13 @@ func writtenByRewrite(c, key string) bool {
 func owned(c, key string) bool {
 	_, ok := contract.OwnedOutputTask(c, key)
 	return ok
+}
+
+func sortedIncs(m map[uint64]bool) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -31,7 +31,7 @@ func (p *Publisher) Restore(ctx context.Context, collection string, version uint
 	if root.Version != version {
 		return contract.Head{}, fmt.Errorf("restore %s to v%d: no such version", collection, version)
 	}
-	head := contract.Head{SchemaVersion: contract.SchemaVersion, Collection: collection, Version: version, ManifestKey: key,
+	head := contract.Head{SchemaVersion: contract.SchemaVersion, Collection: collection, Incarnation: root.Incarnation, Version: version, ManifestKey: key,
 		ManifestChecksum: sum, CommittedAtUnixMs: p.now().UnixMilli()}
 	body, err := contract.Encode(head)
 	if err != nil {

@@ -1088,6 +1088,16 @@ func (w *World) quiesce() {
 			}
 		}
 		w.drain()
+		if round <= 3 {
+			// A re-created lifetime is dropped in its turn (half the
+			// time): the old lifetime's late cleanup tasks then meet a
+			// tombstoned name of another incarnation.
+			for _, c := range w.liveCollections() {
+				if w.cols[c].inc > 1 && w.rng.IntN(2) == 0 {
+					w.tombstone(c)
+				}
+			}
+		}
 		if round <= 6 {
 			// A released name is created again (its next incarnation) and
 			// written to: compaction and GC debt for the late tasks of

@@ -644,7 +644,7 @@ func allConfirmed(deps []contract.Dependency) bool {
 func (r *tombRun) finish(ctx context.Context, task contract.Task) error {
 	deps := r.dependencies()
 	r.p.Dependencies, r.rep.Deps = deps, deps
-	if !allConfirmed(deps) {
+	if !allConfirmed(deps) && r.e.cfg.Guards.ReleaseDependencies { // off: mutation proof only (the handoff's check is the other half)
 		r.rep.Outcome, r.rep.Phase = TombWaiting, r.p.Phase
 		if at := r.releaseAfter(); at > r.e.now().UnixMilli() {
 			r.p.NextDueUnixMs = at

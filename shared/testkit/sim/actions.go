@@ -1098,7 +1098,7 @@ func (w *World) quiesce() {
 				}
 			}
 		}
-		if round <= 6 {
+		if round <= 4 { // rounds 5..9 are left for the new lifetime to converge
 			// A released name is created again (its next incarnation) and
 			// written to: compaction and GC debt for the late tasks of
 			// the old lifetime to meet.

@@ -102,8 +102,12 @@ func (c *Coordinator) addPolicies(cfg Config) {
 
 	// observer: re-reads heads and opens manifests; never writes or deletes
 	// objects; keeps debt in the table; enqueues compaction and GC tasks.
+	// It lists too (see listBucket): a dropped incarnation's cleanup deletes
+	// its head, and reconciliation must read that as "no head" (404), not
+	// as access denied (found by make e2e-iam on the drop/re-create tests).
 	add(resources.FnObserver,
 		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
+		listBucket("ListForNotFound"),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("EnqueueTasks", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueCompaction), queueArn(resources.QueueGC)}),
 		stmt("FanOutReconcile", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueReconcile)}),

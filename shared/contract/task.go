@@ -53,7 +53,14 @@ type Task struct {
 	// SweepUnixMs distinguishes repeated sweeps of an unchanged head (GC
 	// re-checks deferred debt on every reconciliation); zero for tasks
 	// whose identity is the head alone.
-	SweepUnixMs      int64 `json:"sweep_unix_ms,omitempty"`
+	SweepUnixMs int64 `json:"sweep_unix_ms,omitempty"`
+	// DueUnixMs is, for a retention_reclaim task, the time the lifecycle
+	// retention of the window it reclaims became due (the earliest
+	// retention-deferred object's max_ts + retention_ms, as the last sweep
+	// judged it). A hint for scheduling and signals only: the GC executor
+	// re-judges every gate at execution time, so a task delivered early
+	// deletes nothing early. Not part of the identity.
+	DueUnixMs        int64 `json:"due_unix_ms,omitempty"`
 	EnqueuedAtUnixMs int64 `json:"enqueued_at_unix_ms"`
 }
 
@@ -77,6 +84,10 @@ func (t *Task) validate() error {
 	switch {
 	case t.Kind == KindLifecycleTransition && t.SweepUnixMs <= 0:
 		return invalid("a lifecycle_transition task needs sweep_unix_ms (the time its due objects are judged at)")
+	case t.Kind == KindRetentionReclaim && t.DueUnixMs <= 0:
+		return invalid("a retention_reclaim task needs due_unix_ms (when the retention of the window it reclaims became due)")
+	case t.Kind != KindRetentionReclaim && t.DueUnixMs != 0:
+		return invalid("due_unix_ms is only for retention_reclaim tasks (task_kind %q)", t.Kind)
 	case t.TaskID != sweepTaskID(t.Kind, t.Collection, t.Inc(), t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion, t.SweepUnixMs):
 		return invalid("task_id %q is not the identity of its fields", t.TaskID)
 	}
@@ -136,6 +147,16 @@ func NewSweepTask(kind TaskKind, collection string, version uint64, checksum str
 	t := NewTask(kind, collection, version, checksum, factsVersion, nowMs)
 	t.SweepUnixMs = SweepMinute(nowMs)
 	t.TaskID = sweepTaskID(kind, collection, 1, version, checksum, factsVersion, t.SweepUnixMs)
+	return t
+}
+
+// NewRetentionReclaimTask builds the retention_reclaim sweep of one
+// collection's head whose lifecycle retention window became due at dueMs
+// (its identity is the sweep minute's, like every sweep task's: racing
+// reconciliations within one minute collapse).
+func NewRetentionReclaimTask(collection string, version uint64, checksum string, factsVersion uint64, dueMs, nowMs int64) Task {
+	t := NewSweepTask(KindRetentionReclaim, collection, version, checksum, factsVersion, nowMs)
+	t.DueUnixMs = dueMs
 	return t
 }
 

@@ -13,6 +13,7 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/gc"
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/store"
 )
@@ -168,17 +169,21 @@ func (t *ObservedTable) TakeRewrite(ctx context.Context, collection string, inca
 	return translate("take the pending rewrite of", collection, err, true)
 }
 
-// RecordGCSweep replaces the GC debt with what a finished sweep left.
-func (t *ObservedTable) RecordGCSweep(ctx context.Context, collection string, incarnation uint64, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error {
-	expr := "SET gc_objects = :go, gc_bytes = :gb, gc_swept_at = :sa"
-	vals := map[string]ddb.AttributeValue{":go": num(remainingObjects), ":gb": num(remainingBytes), ":sa": num(sweptAtUnixMs)}
-	if nextDueUnixMs > 0 {
+// RecordGCSweep replaces the GC debt with what a finished sweep left: the
+// GC debt (gc_objects, gc_due_at) and the lifecycle retention window
+// (retention_objects, retention_due_at; 0: none), which reconciliation
+// schedules as the retention_reclaim class.
+func (t *ObservedTable) RecordGCSweep(ctx context.Context, sw gc.SweepRecord) error {
+	expr := "SET gc_objects = :go, gc_bytes = :gb, gc_swept_at = :sa, retention_objects = :ro, retention_due_at = :rd"
+	vals := map[string]ddb.AttributeValue{":go": num(sw.RemainingObjects), ":gb": num(sw.RemainingBytes), ":sa": num(sw.SweptAtUnixMs),
+		":ro": num(sw.RetentionObjects), ":rd": num(sw.RetentionDueUnixMs)}
+	if sw.NextDueUnixMs > 0 {
 		expr += ", gc_due_at = :due"
-		vals[":due"] = num(nextDueUnixMs)
+		vals[":due"] = num(sw.NextDueUnixMs)
 	} else {
 		expr += " REMOVE gc_due_at"
 	}
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(collection, incarnation),
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(sw.Collection, sw.Incarnation),
 		UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals, ConditionExpression: aws.String("attribute_exists(pk)")})
 	if err != nil {
 		var ccf *ddb.ConditionalCheckFailedException
@@ -186,7 +191,7 @@ func (t *ObservedTable) RecordGCSweep(ctx context.Context, collection string, in
 			return nil // state was wiped; reconciliation rebuilds it
 		}
 	}
-	return translate("record gc sweep of", collection, err, true)
+	return translate("record gc sweep of", sw.Collection, err, true)
 }
 
 func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
@@ -198,6 +203,7 @@ func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
 	if o.Debt.GCDueAtUnixMs > 0 {
 		item["gc_due_at"] = num(o.Debt.GCDueAtUnixMs)
 	}
+	item["retention_objects"], item["retention_due_at"] = num(o.Debt.RetentionObjects), num(o.Debt.RetentionDueAtUnixMs)
 	if o.RewriteClaims > 0 {
 		item["rewrite_claims"], item["rewrite_taken"] = num(o.RewriteClaims), num(o.RewriteTaken)
 	}
@@ -220,7 +226,8 @@ func decodeObserved(collection string, item map[string]ddb.AttributeValue) obser
 		Objects: getN(item, "objects"), Bytes: getN(item, "bytes"), MaxFanOut: getN(item, "max_fan_out"),
 		DeleteDensity: getF(item, "delete_density"), CompactionDue: getB(item, "compaction_due"), TombstoneActive: getB(item, "tombstone"),
 		GCObjects: getN(item, "gc_objects"), GCBytes: getN(item, "gc_bytes"), GCDueAtUnixMs: getN(item, "gc_due_at"),
-		GCSweptAtUnixMs: getN(item, "gc_swept_at"),
+		GCSweptAtUnixMs: getN(item, "gc_swept_at"), RetentionObjects: getN(item, "retention_objects"),
+		RetentionDueAtUnixMs: getN(item, "retention_due_at"),
 	}
 	return o
 }

@@ -12,14 +12,17 @@ type applyRun struct {
 	rep           Report
 	deferredCount int64
 	deferredBytes int64
-	nextDue       int64
+	nextDue       int64 // earliest due of debt other than a retention window
+	retention     int64 // candidates held by lifecycle retention alone
+	retentionDue  int64
 	pending       map[uint64]int // eligible candidates per evict version not yet confirmed gone
 	gates         gateProof      // the last time gates (b) and (c) were read
 	fence         *fence
 }
 
 func (e *Executor) startApply(pl *Plan) *applyRun {
-	a := &applyRun{pl: pl, deferredCount: int64(pl.DeferredCount), deferredBytes: pl.DeferredBytes, nextDue: pl.NextDueUnixMs(),
+	a := &applyRun{pl: pl, deferredCount: int64(pl.DeferredCount), deferredBytes: pl.DeferredBytes, nextDue: pl.sweepDueUnixMs(),
+		retention: int64(pl.RetentionDeferred), retentionDue: pl.RetentionDueUnixMs,
 		pending: map[uint64]int{},
 		fence:   &fence{lin: e.lin, c: pl.Collection, version: pl.HeadVersion, checksum: pl.HeadChecksum}}
 	a.rep = Report{Collection: pl.Collection, Incarnation: pl.Incarnation, Tombstoned: pl.Tombstoned, Blocked: pl.Blocked, AlreadyGone: pl.AlreadyGone,
@@ -38,6 +41,11 @@ func (a *applyRun) deferAt(cd Candidate, reason string, due int64) {
 	a.rep.DeferredByReason[reason]++
 	a.deferredCount++
 	a.deferredBytes += cd.Entry.Size
+	if reason == ReasonLifecycle {
+		a.retention++
+		a.retentionDue = earliest(a.retentionDue, due)
+		return
+	}
 	a.nextDue = earliest(a.nextDue, due)
 }
 
@@ -47,6 +55,7 @@ func (a *applyRun) finish(now int64) Report {
 	rep.RemainingObjects = a.deferredCount + int64(len(rep.Unconfirmed)) + int64(a.pl.OrphansYoung)
 	rep.RemainingBytes = a.deferredBytes
 	rep.NextDueUnixMs = a.nextDue
+	rep.RetentionObjects, rep.RetentionDueUnixMs = a.retention, a.retentionDue
 	if (len(rep.Unconfirmed) > 0 || a.pl.Truncated) && (rep.NextDueUnixMs == 0 || rep.NextDueUnixMs > now) {
 		rep.NextDueUnixMs = now // more to do at once
 	}

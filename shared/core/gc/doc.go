@@ -30,6 +30,16 @@
 // Each deferred candidate is counted under one reason, the first gate that
 // holds it: pinned_manifest, watermark, retention_window, lifecycle_retention.
 //
+// # Retention windows are their own class (retention_reclaim)
+//
+// A candidate held by lifecycle retention alone (gate (c); every other
+// gate passed) is a retention window: the sweep records its count and its
+// earliest due time apart from the rest of the GC debt (SweepRecord), and
+// reconciliation enqueues a retention_reclaim task once it is due. That
+// task is a sweep like any other: the same Run, the same plan, the same
+// gates judged at execution time, so a task delivered early deletes
+// nothing early and one rule has one home (decide/judgeTime).
+//
 // # Read phase, then pure decisions
 //
 // A plan reads first (read: facts, the verified walk, the watermark),

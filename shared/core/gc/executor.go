@@ -37,8 +37,14 @@ type Report struct {
 	TrimStoppedAt    uint64            `json:"trim_stopped_at,omitempty"` // version whose objects are not all confirmed gone
 	RemainingObjects int64             `json:"remaining_objects"`
 	RemainingBytes   int64             `json:"remaining_bytes"`
-	NextDueUnixMs    int64             `json:"next_due_unix_ms,omitempty"`
-	Complete         bool              `json:"complete"` // every cleanup dependency confirmed (tombstone)
+	// NextDueUnixMs is the earliest time debt other than a lifecycle
+	// retention window may become deletable; RetentionObjects (counted in
+	// RemainingObjects too) are held by lifecycle retention alone, the
+	// earliest due at RetentionDueUnixMs: the retention_reclaim class.
+	NextDueUnixMs      int64 `json:"next_due_unix_ms,omitempty"`
+	RetentionObjects   int64 `json:"retention_objects,omitempty"`
+	RetentionDueUnixMs int64 `json:"retention_due_unix_ms,omitempty"`
+	Complete           bool  `json:"complete"` // every cleanup dependency confirmed (tombstone)
 }
 
 // Executor sweeps collections: Plan, then Apply with execution-time checks.
@@ -89,6 +95,18 @@ func (e *Executor) Run(ctx context.Context, task contract.Task) (Report, error) 
 	started := e.now()
 	c := task.Collection
 	rep := Report{Collection: c, DeferredByReason: map[string]int{}}
+	defer func() {
+		// Per class (gc, retention_reclaim, tombstone_cleanup): one
+		// executor, one set of delete gates, several task classes.
+		e.metrics.AddDim("GCTasksRun", "Kind", string(task.Kind), 1)
+		e.metrics.AddDim("ObjectsReclaimed", "Kind", string(task.Kind), float64(rep.ObjectsDeleted+rep.OrphansDeleted))
+	}()
+	if task.Kind == contract.KindRetentionReclaim && task.DueUnixMs > started.UnixMilli() {
+		// Delivered before its window's due time (a clock ahead, an
+		// operator's enqueue): the sweep still judges every gate now, so
+		// nothing is deleted before its retention has passed.
+		e.metrics.Add("RetentionReclaimEarly", 1)
+	}
 	if task.Kind == contract.KindTombstoneCleanup {
 		tr, err := e.RunTombstone(ctx, task)
 		rep.Incarnation, rep.Tombstoned, rep.ObjectsDeleted, rep.DeleteCalls = tr.Incarnation, true, tr.Deleted, tr.Calls
@@ -148,7 +166,10 @@ func (e *Executor) record(ctx context.Context, rep Report) {
 		return
 	}
 	if e.ports.Sweeps != nil {
-		if err := e.ports.Sweeps.RecordGCSweep(ctx, rep.Collection, rep.Incarnation, rep.RemainingObjects, rep.RemainingBytes, rep.NextDueUnixMs, e.now().UnixMilli()); err != nil {
+		sw := SweepRecord{Collection: rep.Collection, Incarnation: rep.Incarnation, RemainingObjects: rep.RemainingObjects - rep.RetentionObjects,
+			RemainingBytes: rep.RemainingBytes, NextDueUnixMs: rep.NextDueUnixMs, RetentionObjects: rep.RetentionObjects,
+			RetentionDueUnixMs: rep.RetentionDueUnixMs, SweptAtUnixMs: e.now().UnixMilli()}
+		if err := e.ports.Sweeps.RecordGCSweep(ctx, sw); err != nil {
 			e.log.Warn("record gc sweep failed (disposable state)", "collection", rep.Collection, "err", err)
 		}
 	}

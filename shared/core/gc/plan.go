@@ -86,10 +86,19 @@ type Plan struct {
 	DeferredBytes     int64          `json:"deferred_bytes"`
 	DeferredByReason  map[string]int `json:"deferred_by_reason"`
 	DeferredDueUnixMs int64          `json:"deferred_due_unix_ms,omitempty"` // earliest due of any deferred candidate
-	Trim              []TrimStep     `json:"trim"`
-	Orphans           []Orphan       `json:"orphans"`
-	OrphansYoung      int            `json:"orphans_young"` // the coordinator's, inside the reclaim grace
-	OrphanDueUnixMs   int64          `json:"orphan_due_unix_ms,omitempty"`
+	// RetentionDeferred counts the candidates held by lifecycle retention
+	// alone (gate (c): every other gate passed); RetentionDueUnixMs is the
+	// earliest time one of them may go. That window is the
+	// retention_reclaim class's work: reconciliation enqueues a
+	// retention_reclaim task once it is due (the other deferrals are GC
+	// debt, due at gateDueUnixMs).
+	RetentionDeferred  int        `json:"retention_deferred,omitempty"`
+	RetentionDueUnixMs int64      `json:"retention_due_unix_ms,omitempty"`
+	gateDueUnixMs      int64      // earliest due of a candidate deferred by another gate than lifecycle retention
+	Trim               []TrimStep `json:"trim"`
+	Orphans            []Orphan   `json:"orphans"`
+	OrphansYoung       int        `json:"orphans_young"` // the coordinator's, inside the reclaim grace
+	OrphanDueUnixMs    int64      `json:"orphan_due_unix_ms,omitempty"`
 	// ForeignUncommitted counts keys under data/ that no manifest of the
 	// lineage references and that are not the coordinator's outputs:
 	// another writer's uploads. They are never deleted (rule 11).
@@ -110,6 +119,12 @@ type Plan struct {
 // NextDueUnixMs is the earliest time any deferred debt may become deletable (0: none).
 func (p *Plan) NextDueUnixMs() int64 {
 	return earliest(p.DeferredDueUnixMs, p.OrphanDueUnixMs)
+}
+
+// sweepDueUnixMs is the earliest time deferred debt other than a
+// lifecycle retention window may become deletable (0: none).
+func (p *Plan) sweepDueUnixMs() int64 {
+	return earliest(p.gateDueUnixMs, p.OrphanDueUnixMs)
 }
 
 func earliest(a, b int64) int64 {
@@ -135,6 +150,12 @@ func (p *Plan) deferCandidate(c Candidate, reason string, due int64) {
 	p.DeferredBytes += c.Entry.Size
 	p.DeferredByReason[reason]++
 	p.DeferredDueUnixMs = earliest(p.DeferredDueUnixMs, due)
+	if reason == ReasonLifecycle {
+		p.RetentionDeferred++
+		p.RetentionDueUnixMs = earliest(p.RetentionDueUnixMs, due)
+	} else {
+		p.gateDueUnixMs = earliest(p.gateDueUnixMs, due)
+	}
 	p.held[c.EvictVersion] = true
 }
 

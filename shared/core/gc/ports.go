@@ -89,9 +89,23 @@ type Memory interface {
 	LineageConfirmation(ctx context.Context, collection string) (contract.LineageConfirmation, bool, error)
 }
 
+// SweepRecord is what a finished sweep left of one incarnation's debt:
+// GC debt (RemainingObjects, due at NextDueUnixMs; 0: none) and the
+// lifecycle retention window (RetentionObjects, due at
+// RetentionDueUnixMs), which reconciliation schedules as its own class
+// (retention_reclaim).
+type SweepRecord struct {
+	Collection                           string
+	Incarnation                          uint64
+	RemainingObjects, RemainingBytes     int64
+	NextDueUnixMs                        int64
+	RetentionObjects, RetentionDueUnixMs int64
+	SweptAtUnixMs                        int64
+}
+
 // SweepRecorder records what a finished sweep left (disposable debt state).
 type SweepRecorder interface {
-	RecordGCSweep(ctx context.Context, collection string, incarnation uint64, remainingObjects, remainingBytes, nextDueUnixMs, sweptAtUnixMs int64) error
+	RecordGCSweep(ctx context.Context, sw SweepRecord) error
 }
 
 // CompletionSink reports a deleting task's completion to the handoff (its

@@ -30,7 +30,10 @@
 //     set, so its cost grows with the change, not with the collection.
 //     GC debt is recorded, not enqueued: nothing removed by a commit can be
 //     deleted before the token lifetime and retention window pass, so GC is
-//     scheduled by reconciliation when the debt is due.
+//     scheduled by reconciliation when the debt is due. A lifecycle
+//     retention window the last sweep recorded is the retention_reclaim
+//     class: reconciliation enqueues its task (with the due time) once due,
+//     never before, and one gc-queue sweep per pass covers both classes.
 //   - At most one rewrite task is pending per collection: the advance
 //     counts a head's claim and returns the old counts, so a head that
 //     finds a claim pending enqueues no second rewrite; the worker records

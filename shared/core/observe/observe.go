@@ -88,7 +88,14 @@ type Debt struct {
 	GCBytes         int64
 	GCDueAtUnixMs   int64 // earliest time any of that debt may become deletable
 	GCSweptAtUnixMs int64 // when a GC sweep last finished (written by GC)
-	TombstoneActive bool
+	// RetentionObjects are dereferenced objects the last GC sweep found
+	// held by lifecycle retention alone (every other delete gate passed);
+	// RetentionDueAtUnixMs is when the first of them becomes due (0:
+	// none). Written by GC; reconciliation schedules a retention_reclaim
+	// task once it is due.
+	RetentionObjects     int64
+	RetentionDueAtUnixMs int64
+	TombstoneActive      bool
 	// TransitionDue: the CCS lifecycle policy has a tier transition and a
 	// part of the root holds an object in another tier whose maximum
 	// timestamp is at or before now - transition_after_ms (judged from the

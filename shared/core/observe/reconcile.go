@@ -264,7 +264,16 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 	newColl := res.Outcome == OutcomeAdvanced && res.Previous == 0
 	debtDue := cur.Debt.GCObjects > 0 && cur.Debt.GCDueAtUnixMs <= nowMs
 	sweepDue := nowMs-cur.Debt.GCSweptAtUnixMs >= cfg.GCSweepInterval.Milliseconds()
-	if (newColl || debtDue || sweepDue) && !tomb {
+	// A lifecycle retention window that came due is the retention_reclaim
+	// class: its own task, carrying the due time. It is a GC sweep (the
+	// same executor, the same delete gates judged at execution time), so
+	// it also takes whatever other GC debt is due: one sweep per pass.
+	retentionDue := cur.Debt.RetentionObjects > 0 && cur.Debt.RetentionDueAtUnixMs > 0 && cur.Debt.RetentionDueAtUnixMs <= nowMs
+	if retentionDue && !tomb {
+		add(contract.NewRetentionReclaimTask(collection, cur.Version, cur.Checksum, res.FactsVersion, cur.Debt.RetentionDueAtUnixMs, nowMs).In(cur.Incarnation),
+			"retention_reclaim: %d dereferenced objects held by lifecycle retention, due since %d", cur.Debt.RetentionObjects, cur.Debt.RetentionDueAtUnixMs)
+	}
+	if (newColl || debtDue || sweepDue) && !tomb && !retentionDue {
 		why := "not swept for a sweep interval"
 		switch {
 		case newColl:

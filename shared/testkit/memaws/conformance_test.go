@@ -28,6 +28,7 @@ import (
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/gc"
 	"github.com/searchfabric/bcc/shared/core/lease"
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/devstack/localaws"
@@ -394,12 +395,15 @@ func TestDynamoSweepRecordClearsTheDueTime(t *testing.T) {
 			Debt: observe.Debt{GCObjects: 3, GCDueAtUnixMs: 5000}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := ot.RecordGCSweep(ctx, "c", 1, 0, 0, 0, 6000); err != nil {
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, RetentionObjects: 2, RetentionDueUnixMs: 9000, SweptAtUnixMs: 6000}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := ot.Get(ctx, "c", 1)
 		if err != nil || got.Debt.GCDueAtUnixMs != 0 || got.Debt.GCObjects != 0 || got.Debt.GCSweptAtUnixMs != 6000 {
 			t.Fatalf("after a sweep that left nothing: %+v %v, want no due time", got.Debt, err)
+		}
+		if got.Debt.RetentionObjects != 2 || got.Debt.RetentionDueAtUnixMs != 9000 {
+			t.Fatalf("after a sweep that left a retention window: %+v, want 2 objects due at 9000", got.Debt)
 		}
 	})
 }

@@ -53,12 +53,28 @@ func (e emfCounter) Write(p []byte) (int, error) {
 		aws, _ := doc["_aws"].(map[string]any)
 		cwm, _ := aws["CloudWatchMetrics"].([]any)
 		for _, d := range cwm {
+			// A line with its own dimension (Kind, Reason) also counts as
+			// "m:<metric>|<dim>=<value>".
+			suffix := ""
+			sets, _ := d.(map[string]any)["Dimensions"].([]any)
+			for _, set := range sets {
+				for _, dim := range set.([]any) {
+					if n, _ := dim.(string); n != "Function" && n != "Deployment" {
+						if v, ok := doc[n].(string); ok {
+							suffix = "|" + n + "=" + v
+						}
+					}
+				}
+			}
 			defs, _ := d.(map[string]any)["Metrics"].([]any)
 			for _, def := range defs {
 				m, _ := def.(map[string]any)
 				name, _ := m["Name"].(string)
 				if v, ok := doc[name].(float64); ok && m["Unit"] == "Count" {
 					e.w.Counts["m:"+name] += int(v)
+					if suffix != "" {
+						e.w.Counts["m:"+name+suffix] += int(v)
+					}
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/guard"
 )
 
@@ -44,6 +45,12 @@ func TestSeedsHoldEveryInvariant(t *testing.T) {
 		"tombstone-replaced", "facts-change-in-flight"} {
 		if sum.Counts[k] == 0 {
 			t.Errorf("no %s injected in %d seeds", k, n)
+		}
+	}
+	// Every task class of the gc queue runs under the invariants.
+	for _, k := range []contract.TaskKind{contract.KindGC, contract.KindRetentionReclaim, contract.KindTombstoneCleanup} {
+		if sum.Counts["m:GCTasksRun|Kind="+string(k)] == 0 {
+			t.Errorf("no %s task ran in %d seeds", k, n)
 		}
 	}
 }

@@ -71,12 +71,12 @@ func boolean(b bool) ddb.AttributeValue { return &ddb.AttributeValueMemberBOOL{V
 // condition failure), so the observer learns duplicate/stale in one call.
 func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (observe.Observed, error) {
 	expr := "SET #v = :v, checksum = :c, commit_ts = :ct, observed_at = :oa, facts_version = :fv, objects = :o, #b = :b, " +
-		"max_fan_out = :mf, delete_density = :dd, compaction_due = :cd, tombstone = :tb, expires_at = :exp"
+		"max_fan_out = :mf, delete_density = :dd, compaction_due = :cd, tombstone = :tb, expires_at = :exp, obs_id = :id"
 	vals := map[string]ddb.AttributeValue{
 		":v": unum(st.Version), ":c": str(st.Checksum), ":ct": num(st.CommitTsUnixMs), ":oa": num(st.ObservedAtUnixMs),
 		":fv": unum(st.FactsVersion), ":o": num(st.Debt.Objects), ":b": num(st.Debt.Bytes), ":mf": num(st.Debt.MaxFanOut),
 		":dd": flt(st.Debt.DeleteDensity), ":cd": boolean(st.Debt.CompactionDue), ":tb": boolean(st.Debt.TombstoneActive),
-		":exp": num(time.UnixMilli(st.ObservedAtUnixMs).Add(stateTTL).Unix()),
+		":exp": num(time.UnixMilli(st.ObservedAtUnixMs).Add(stateTTL).Unix()), ":id": str(st.ObservationID),
 	}
 	var add []string
 	if st.Debt.GCObjects > 0 {
@@ -208,6 +208,7 @@ func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
 		item["rewrite_claims"], item["rewrite_taken"] = num(o.RewriteClaims), num(o.RewriteTaken)
 	}
 	item["expires_at"] = num(time.UnixMilli(o.ObservedAtUnixMs).Add(stateTTL).Unix())
+	item["obs_id"] = str(o.ObservationID)
 	return item
 }
 
@@ -221,6 +222,7 @@ func decodeObserved(collection string, item map[string]ddb.AttributeValue) obser
 	o.CommitTsUnixMs = getN(item, "commit_ts")
 	o.ObservedAtUnixMs = getN(item, "observed_at")
 	o.FactsVersion = getU(item, "facts_version")
+	o.ObservationID = getS(item, "obs_id")
 	o.RewriteClaims, o.RewriteTaken = getN(item, "rewrite_claims"), getN(item, "rewrite_taken")
 	o.Debt = observe.Debt{
 		Objects: getN(item, "objects"), Bytes: getN(item, "bytes"), MaxFanOut: getN(item, "max_fan_out"),

@@ -2,11 +2,15 @@ package observe
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -74,6 +78,12 @@ type Observed struct {
 	// queue (the pending task's worker plans against the head it finds).
 	// Counters only (ADD, SET from each other): no attribute is removed.
 	RewriteClaims, RewriteTaken int64
+	// ObservationID names the observation that wrote the state (unique per
+	// observation): an advance refused with exactly this id in the old
+	// image is our own write retried by the SDK. Version, checksum and
+	// observation time alone cannot tell it from another observation of
+	// the same head within the same millisecond (a duplicate event).
+	ObservationID string
 }
 
 // Debt is the background debt derived from a root: compaction from the
@@ -184,6 +194,7 @@ type Observer struct {
 	metrics  *metrics.Recorder
 	log      *slog.Logger
 	guards   guard.Set
+	ids      *observationIDs
 }
 
 // WithGuards returns o running with g (mutation proofs; New uses
@@ -204,7 +215,8 @@ func New(objects Objects, state StateStore, queue TaskQueue, facts FactsSource, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Observer{objects: objects, state: state, queue: queue, facts: facts, now: now, cfg: cfg, metrics: m, log: log, guards: guard.All()}
+	return &Observer{objects: objects, state: state, queue: queue, facts: facts, now: now, cfg: cfg, metrics: m, log: log, guards: guard.All(),
+		ids: newObservationIDs()}
 }
 
 // ErrBadHead wraps every reason a head or its root cannot be trusted (the
@@ -250,7 +262,7 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 	}
 	st := Observed{
 		Collection: collection, Incarnation: head.Inc(), Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
-		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion,
+		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion, ObservationID: o.ids.next(),
 		Debt: o.debt(root, facts, now),
 	}
 	tasks := o.tasks(head, st, now)
@@ -308,11 +320,28 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 }
 
 // ownAdvance reports whether the state that refused st is st itself (the
-// same version, checksum and observation time: no other observation wrote
-// it).
+// same observation id, version and checksum: no other observation wrote
+// it, even one of the same head in the same millisecond).
 func ownAdvance(cur, st Observed) bool {
-	return cur.Version == st.Version && cur.Checksum == st.Checksum && cur.ObservedAtUnixMs == st.ObservedAtUnixMs &&
-		cur.FactsVersion == st.FactsVersion
+	return st.ObservationID != "" && cur.ObservationID == st.ObservationID && cur.Version == st.Version && cur.Checksum == st.Checksum &&
+		cur.ObservedAtUnixMs == st.ObservedAtUnixMs && cur.FactsVersion == st.FactsVersion
+}
+
+// observationIDs names observations: a random prefix per observer (per
+// Lambda instance) and a counter, unique without coordination.
+type observationIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newObservationIDs() *observationIDs {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return &observationIDs{prefix: hex.EncodeToString(b[:])}
+}
+
+func (g *observationIDs) next() string {
+	return g.prefix + "-" + strconv.FormatUint(g.n.Add(1), 10)
 }
 
 func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head, root contract.Manifest, facts contract.CollectionFacts, reconciling bool) (Result, error) {

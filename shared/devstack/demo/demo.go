@@ -94,6 +94,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		resources.FnHandoff:    sum.Metrics["handoff.CutoversAccepted"],
 	}, opts.Collections*opts.Commits)
 	verify(ctx, env, names, &sum)
+	sum.Rewrites = rewriteFigures(&sum)
 	sum.ElapsedSeconds = time.Since(started).Seconds()
 	printSummary(opts.Out, &sum)
 	if opts.JSONPath != "" {
@@ -229,6 +230,9 @@ func printSummary(w io.Writer, s *Summary) {
 		}
 		fmt.Fprintf(w, "%-10s %6d %5d %5d %-16s %8d %8d %8d %8d\n", c, cs.HeadsObserved, cs.Duplicates, cs.Stale, tasks, cs.Appends, cs.Cutovers, cs.ObjectsAdded, cs.ObjectsAfter)
 	}
+	r := s.Rewrites
+	fmt.Fprintf(w, "\nrewrites: %d tasks for %d cutovers = %.2f per cutover (goal <= 1.5); %d of %d merges dropped as stale = %.1f%% (goal <= 5%%); least-compacted collection: %d cutovers; %d starts waited for a quiet head\n",
+		r.TasksEnqueued, r.Cutovers, r.TasksPerCutover, r.MergesDroppedStale, r.Merges, r.StalePct, r.MinCutoversPerCollection, r.QuietWaits)
 	if len(s.Metrics) > 0 {
 		fmt.Fprintf(w, "\nmetrics (EMF, summed):\n")
 		for _, k := range sortedKeys(s.Metrics) {

@@ -47,13 +47,68 @@ type Summary struct {
 	ReconcileHeadsUnchanged  int `json:"reconcile_heads_unchanged"`
 	// Cost is the cost model: requests by API and GB-seconds per
 	// function and per unit of work, priced with PriceTable.
-	Cost           CostModel                     `json:"cost_model"`
+	Cost CostModel `json:"cost_model"`
+	// Rewrites are issue 16 item 1's figures: rewrite tasks per cutover
+	// and merges dropped as stale.
+	Rewrites       RewriteFigures                `json:"rewrites"`
 	PerCollection  map[string]*CollectionSummary `json:"per_collection"`
 	TasksByKind    map[string]int                `json:"tasks_enqueued_by_kind"`
 	AWSCalls       map[string]int                `json:"aws_calls"`
 	Verified       bool                          `json:"verified"`
 	Problems       []string                      `json:"problems,omitempty"`
 	ElapsedSeconds float64                       `json:"elapsed_seconds"`
+}
+
+// RewriteFigures measure wasted rewrite work (issue 16 item 1; goals:
+// tasks per cutover <= 1.5, stale <= 5%).
+type RewriteFigures struct {
+	// TasksEnqueued: compaction and lifecycle transition tasks enqueued
+	// by the observer (head events and reconciliation).
+	TasksEnqueued int `json:"tasks_enqueued"`
+	// Cutovers: rewrite results the publisher accepted.
+	Cutovers int `json:"cutovers"`
+	// TasksPerCutover is TasksEnqueued / Cutovers.
+	TasksPerCutover float64 `json:"tasks_per_cutover"`
+	// Merges: rewrites that read and wrote bytes (compactions and
+	// transitions run).
+	Merges int `json:"merges"`
+	// MergesDroppedStale: merges whose result was dropped because the
+	// head moved from their base (by the executor before reporting, by
+	// the handoff as stale or as a delete gain): rule 2, never rebased.
+	MergesDroppedStale int     `json:"merges_dropped_stale"`
+	StalePct           float64 `json:"merges_dropped_stale_pct"`
+	// MinCutoversPerCollection: the least-compacted collection's cutovers
+	// (does every collection still compact?).
+	MinCutoversPerCollection int `json:"min_cutovers_per_collection"`
+	// QuietWaits: rewrite tasks that waited for a quiet head before
+	// starting (compaction.RewriteStartDeferred).
+	QuietWaits int `json:"quiet_waits"`
+}
+
+// rewriteFigures derives the rewrite figures from the summed metrics and
+// the enqueued tasks.
+func rewriteFigures(s *Summary) RewriteFigures {
+	m := s.Metrics
+	f := RewriteFigures{
+		TasksEnqueued:      s.TasksByKind["compaction"] + s.TasksByKind["lifecycle_transition"],
+		Cutovers:           int(m["handoff.CutoversAccepted"]),
+		Merges:             int(m["compaction.CompactionsRun"] + m["compaction.LifecycleTransitions"]),
+		MergesDroppedStale: int(m["compaction.StaleResultsDropped"] + m["handoff.StaleResultsDropped"] + m["handoff.RejectedDeleteGain"]),
+		QuietWaits:         int(m["compaction.RewriteStartDeferred"]),
+	}
+	if f.Cutovers > 0 {
+		f.TasksPerCutover = float64(f.TasksEnqueued) / float64(f.Cutovers)
+	}
+	if f.Merges > 0 {
+		f.StalePct = 100 * float64(f.MergesDroppedStale) / float64(f.Merges)
+	}
+	first := true
+	for _, cs := range s.PerCollection {
+		if first || cs.Cutovers < f.MinCutoversPerCollection {
+			f.MinCutoversPerCollection, first = cs.Cutovers, false
+		}
+	}
+	return f
 }
 
 // recorder collects invocations through the stack's hook.

@@ -237,3 +237,26 @@ func TestObservedRevertAppliedAnswerLostSucceeds(t *testing.T) {
 		})
 	}
 }
+
+// Issue 16 item 7: under a frozen clock (the demo's) a head event
+// delivered twice within the same millisecond is a duplicate event, not
+// our own write retried: the second observation's advance is refused by
+// the first one's state, which has the same version, checksum and
+// observation time but another observation id.
+func TestDuplicateEventSameMillisecondIsNotOwnWrite(t *testing.T) {
+	frozen := time.Now()
+	env := start(t, localenv.Options{HoldS3Events: true, NoDelivery: true, Policy: mergePolicy(3), Now: func() time.Time { return frozen }})
+	if err := env.Workload.Create(context.Background(), "c1", contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	env.Stack.TakeS3Events()
+	evs := commitHeld(t, env, "c1", 3)
+	for range 2 {
+		if _, err := deliver(t, env, evs[len(evs)-1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if own, dup := cxMetric(env, "OwnWritesRecognised"), cxMetric(env, "DuplicateEventsAbsorbed"); own != 0 || dup != 1 {
+		t.Fatalf("OwnWritesRecognised %v, DuplicateEventsAbsorbed %v; want 0 and 1", own, dup)
+	}
+}

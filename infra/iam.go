@@ -126,6 +126,9 @@ func (c *Coordinator) addPolicies(cfg Config) {
 		listBucket("ListForNotFound"),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),
+		// A task deferred at its last receives is re-sent as a fresh copy
+		// (awsio.Deferrals), so deferrals never send it to the DLQ.
+		stmt("DeferTasks", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueCompaction)}),
 	)
 
 	// gc: re-checks the delete predicate at execution time (head, retained
@@ -150,6 +153,7 @@ func (c *Coordinator) addPolicies(cfg Config) {
 		listBucket("ListForNotFoundAndOrphanCandidates"),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),
+		stmt("DeferTasks", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueGC)}),
 	)
 
 	// handoff: reads heads and manifests to decide an ambiguous outcome from

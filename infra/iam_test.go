@@ -150,6 +150,7 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				allow([]string{"s3:ListBucket"}, B)
 				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))
+				allow([]string{"sqs:SendMessage"}, queue(resources.QueueCompaction)) // deferrals re-sent (awsio.Deferrals)
 				allow(consume, queue(resources.QueueCompaction))
 			case resources.FnGC:
 				allow([]string{"s3:GetObject"}, heads, manifests, data, wm)
@@ -157,6 +158,7 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				allow([]string{"s3:ListBucket"}, B)
 				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))
+				allow([]string{"sqs:SendMessage"}, queue(resources.QueueGC)) // deferrals re-sent (awsio.Deferrals)
 				allow(consume, queue(resources.QueueGC))
 			case resources.FnHandoff:
 				allow([]string{"s3:GetObject"}, heads, manifests)

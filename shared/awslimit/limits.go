@@ -17,6 +17,12 @@ const (
 	S3MaxObjectBytes = 5 << 40
 	// S3MaxKeyBytes is the longest object key (UTF-8 bytes).
 	S3MaxKeyBytes = 1024
+	// S3WritesPerSecPerPrefix is the request rate S3 supports per
+	// partitioned prefix for PUT, COPY, POST and DELETE (each key of a
+	// DeleteObjects call counts); more returns 503 SlowDown.
+	S3WritesPerSecPerPrefix = 3500
+	// S3ReadsPerSecPerPrefix is the same for GET and HEAD.
+	S3ReadsPerSecPerPrefix = 5500
 )
 
 // Amazon SQS.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/awslimit"
+	"github.com/searchfabric/bcc/shared/contract"
 )
 
 // Policy is every tunable of the coordinator. The zero value is not
@@ -45,6 +46,54 @@ type Policy struct {
 	GC         GC         `json:"gc"`
 	Handoff    Handoff    `json:"handoff"`
 	Functions  Functions  `json:"functions"`
+	Budgets    Budgets    `json:"budgets"`
+}
+
+// Budgets are the fleet-wide budgets: each holds across every instance of
+// the functions (items in the coordinator's table), not per Lambda
+// instance. gc.global_deletes_per_sec is the third one.
+type Budgets struct {
+	// ClassConcurrency bounds the tasks of each class running at once
+	// across the fleet. A task that finds every slot of its class taken is
+	// deferred (returned to its queue for DeferDelay), never dropped and
+	// never counted as a failure.
+	ClassConcurrency ClassConcurrency `json:"class_concurrency"`
+	// DeferDelay is how long a deferred task stays invisible.
+	DeferDelay Duration `json:"defer_delay_ms"`
+	// S3WritesPerSecPerPrefix and S3ReadsPerSecPerPrefix pace the
+	// executors' bulk S3 calls (GC deletes, compaction reads and writes)
+	// per collection prefix (collections/<c>/), across the fleet; at most
+	// S3's per-prefix limits (awslimit), leaving the rest to the writers
+	// and the query plane. 0: not paced.
+	S3WritesPerSecPerPrefix float64 `json:"s3_writes_per_sec_per_prefix"`
+	S3ReadsPerSecPerPrefix  float64 `json:"s3_reads_per_sec_per_prefix"`
+}
+
+// ClassConcurrency is the most tasks of each class running at once across
+// the fleet (0: no bound beyond the queue's event source concurrency).
+type ClassConcurrency struct {
+	Compaction          int `json:"compaction"`
+	LifecycleTransition int `json:"lifecycle_transition"`
+	GC                  int `json:"gc"`
+	RetentionReclaim    int `json:"retention_reclaim"`
+	TombstoneCleanup    int `json:"tombstone_cleanup"`
+}
+
+// For is the bound of tasks of kind (0: unbounded).
+func (c ClassConcurrency) For(kind contract.TaskKind) int {
+	switch kind {
+	case contract.KindCompaction:
+		return c.Compaction
+	case contract.KindLifecycleTransition:
+		return c.LifecycleTransition
+	case contract.KindGC:
+		return c.GC
+	case contract.KindRetentionReclaim:
+		return c.RetentionReclaim
+	case contract.KindTombstoneCleanup:
+		return c.TombstoneCleanup
+	}
+	return 0
 }
 
 // Compaction is the tiered compaction policy (the executor plans with it
@@ -171,6 +220,15 @@ func Default() Policy {
 			CompactionTimeout: Duration(5 * time.Minute),
 			GCTimeout:         Duration(5 * time.Minute),
 			HandoffTimeout:    Duration(time.Minute),
+		},
+		// Each queue's event source runs at most 10 consumers; the class
+		// bounds share them (compaction and transitions one queue, the GC
+		// classes the other), so one class never takes all of its queue's.
+		Budgets: Budgets{
+			ClassConcurrency:        ClassConcurrency{Compaction: 8, LifecycleTransition: 4, GC: 6, RetentionReclaim: 4, TombstoneCleanup: 4},
+			DeferDelay:              Duration(10 * time.Second),
+			S3WritesPerSecPerPrefix: 0.8 * awslimit.S3WritesPerSecPerPrefix,
+			S3ReadsPerSecPerPrefix:  0.8 * awslimit.S3ReadsPerSecPerPrefix,
 		},
 	}
 }

@@ -94,6 +94,12 @@ func TestValidateRejectsEachBadRange(t *testing.T) {
 		{func(p *policy.Policy) { p.Handoff.MaxResubmits = 0 }, "handoff.max_resubmits"},
 		{func(p *policy.Policy) { p.Functions.GCTimeout = policy.Duration(16 * time.Minute) }, "functions.gc_timeout_ms"},
 		{func(p *policy.Policy) { p.Functions.HandoffTimeout = policy.Duration(time.Millisecond) }, "functions.handoff_timeout_ms"},
+		{func(p *policy.Policy) { p.Budgets.ClassConcurrency.Compaction = -1 }, "budgets.class_concurrency.compaction"},
+		{func(p *policy.Policy) { p.Budgets.ClassConcurrency.TombstoneCleanup = 1001 }, "budgets.class_concurrency.tombstone_cleanup"},
+		{func(p *policy.Policy) { p.Budgets.DeferDelay = policy.Duration(500 * time.Millisecond) }, "budgets.defer_delay_ms"},
+		{func(p *policy.Policy) { p.Budgets.DeferDelay = policy.Duration(13 * time.Hour) }, "budgets.defer_delay_ms"},
+		{func(p *policy.Policy) { p.Budgets.S3WritesPerSecPerPrefix = 3501 }, "budgets.s3_writes_per_sec_per_prefix"},
+		{func(p *policy.Policy) { p.Budgets.S3ReadsPerSecPerPrefix = -1 }, "budgets.s3_reads_per_sec_per_prefix"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/contract"
@@ -92,6 +93,21 @@ func (p Policy) Validate() error {
 	check(g.TombstoneRunBudget >= 0, "gc.tombstone_run_budget_ms", "must be >= 0 (0: 80%% of functions.gc_timeout_ms), is %s", g.TombstoneRunBudget.D())
 	check(p.Handoff.MaxLineageWalk >= 1, "handoff.max_lineage_walk", "must be at least 1, is %d", p.Handoff.MaxLineageWalk)
 	check(p.Handoff.MaxResubmits >= 1, "handoff.max_resubmits", "must be at least 1, is %d", p.Handoff.MaxResubmits)
+	b := p.Budgets
+	for _, cc := range []struct {
+		field string
+		n     int
+	}{{"compaction", b.ClassConcurrency.Compaction}, {"lifecycle_transition", b.ClassConcurrency.LifecycleTransition}, {"gc", b.ClassConcurrency.GC},
+		{"retention_reclaim", b.ClassConcurrency.RetentionReclaim}, {"tombstone_cleanup", b.ClassConcurrency.TombstoneCleanup}} {
+		check(cc.n >= 0 && cc.n <= maxClassConcurrency, "budgets.class_concurrency."+cc.field,
+			"must be in 0..%d (0: unbounded; the slots of a class are one DynamoDB item), is %d", maxClassConcurrency, cc.n)
+	}
+	check(b.DeferDelay >= Duration(time.Second) && b.DeferDelay <= Duration(awslimit.SQSMaxVisibilityTimeout), "budgets.defer_delay_ms",
+		"must be in 1s..%s (a visibility timeout in whole seconds), is %s", awslimit.SQSMaxVisibilityTimeout, b.DeferDelay)
+	check(b.S3WritesPerSecPerPrefix >= 0 && b.S3WritesPerSecPerPrefix <= awslimit.S3WritesPerSecPerPrefix, "budgets.s3_writes_per_sec_per_prefix",
+		"must be in 0..%d (S3's per-prefix write rate; 0: not paced), is %g", awslimit.S3WritesPerSecPerPrefix, b.S3WritesPerSecPerPrefix)
+	check(b.S3ReadsPerSecPerPrefix >= 0 && b.S3ReadsPerSecPerPrefix <= awslimit.S3ReadsPerSecPerPrefix, "budgets.s3_reads_per_sec_per_prefix",
+		"must be in 0..%d (S3's per-prefix read rate; 0: not paced), is %g", awslimit.S3ReadsPerSecPerPrefix, b.S3ReadsPerSecPerPrefix)
 	if len(bad) > 0 {
 		return bad // relations between invalid values would only repeat them
 	}
@@ -132,6 +148,9 @@ func (p Policy) Validate() error {
 	}
 	return nil
 }
+
+// maxClassConcurrency bounds a class's slots: its holders live in one item.
+const maxClassConcurrency = 1000
 
 type fnTimeout struct {
 	field   string

@@ -154,9 +154,9 @@ func For(prefix string, p policy.Policy) Definition {
 		{Name: FnObserver, Description: "re-reads committed heads, updates debt, enqueues fenced tasks", Timeout: t.ObserverTimeout.D(), MemoryMB: 256,
 			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvReconcileQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnCompaction, Description: "leases and runs version-fenced compaction", Timeout: t.CompactionTimeout.D(), MemoryMB: 1024,
-			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
+			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnGC, Description: "re-checks the delete predicate and deletes in paced batches", Timeout: t.GCTimeout.D(), MemoryMB: 512,
-			Env: []string{EnvBucket, EnvTable, EnvHandoffQueue, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
+			Env: []string{EnvBucket, EnvTable, EnvGCQueue, EnvHandoffQueue, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnHandoff, Description: "hands results to the publisher and release intents to CCS", Timeout: t.HandoffTimeout.D(), MemoryMB: 256,
 			Env: []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 	}

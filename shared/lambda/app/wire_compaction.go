@@ -31,7 +31,7 @@ func CompactionHandlerWith(c Config, cl Clients, rt Runtime, o CompactionOptions
 	if o.Guards != nil {
 		b.Guards = *o.Guards
 	}
-	return handler.NewCompaction(ex, m, rt.Out, rt.Now, rt.Log).WithBatch(b)
+	return handler.NewCompaction(ex, m, rt.Out, rt.Now, rt.Log).WithBatch(b).WithGate(ClassGate(c, cl, resources.QueueCompaction))
 }
 
 // CompactionExecutor wires the compaction use case and its recorder.

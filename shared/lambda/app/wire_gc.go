@@ -104,7 +104,8 @@ func GCExecutor(c Config, ports gc.Ports, rt Runtime, m *metrics.Recorder, g gua
 // GCHandler wires the GC function (production guards: all on).
 func GCHandler(c Config, cl Clients, rt Runtime) *handler.GC {
 	m := metrics.NewFor(c.Deployment, resources.FnGC)
-	return handler.NewGC(GCExecutor(c, GCPorts(c, cl), rt, m, guard.All()), m, rt.Out, rt.Now, rt.Log).WithBatch(handler.BatchFrom(c.Policy))
+	return handler.NewGC(GCExecutor(c, GCPorts(c, cl), rt, m, guard.All()), m, rt.Out, rt.Now, rt.Log).WithBatch(handler.BatchFrom(c.Policy)).
+		WithGate(ClassGate(c, cl, resources.QueueGC))
 }
 
 var errNoCCS = errorString("no CCS endpoint configured: GC cannot read lifecycle/tombstone facts")

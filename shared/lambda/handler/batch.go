@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -49,7 +50,7 @@ func (b Batch) walk(ctx context.Context, ev events.SQSEvent, log *slog.Logger, m
 	failedGroups := map[string]bool{}
 	all, outOfTime := false, false
 	deadline, bounded := ctx.Deadline()
-	skipped := 0
+	skipped, deferred := 0, 0
 	for _, r := range ev.Records {
 		g := groupOf(r)
 		fail := all || failedGroups[g] || outOfTime
@@ -64,6 +65,9 @@ func (b Batch) walk(ctx context.Context, ev events.SQSEvent, log *slog.Logger, m
 			continue
 		}
 		if err := fn(r); err != nil {
+			if errors.Is(err, errDeferred) {
+				deferred++ // returned for later by its visibility: no failure
+			}
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 			if b.Guards.GroupIsolation && g != "" {
 				failedGroups[g] = true
@@ -72,7 +76,7 @@ func (b Batch) walk(ctx context.Context, ev events.SQSEvent, log *slog.Logger, m
 			}
 		}
 	}
-	if n := len(resp.BatchItemFailures); n > 0 {
+	if n := len(resp.BatchItemFailures) - deferred; n > 0 {
 		m.Add("BatchItemFailures", float64(n))
 		if outOfTime {
 			m.Add("BatchRecordsDeferred", float64(skipped))

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 // Compaction handles compaction task batches from the compaction FIFO queue.
 type Compaction struct {
 	batch   Batch
+	gate    ClassGate
 	uc      *compact.Executor
 	metrics *metrics.Recorder
 	out     io.Writer
@@ -37,6 +39,13 @@ func (h *Compaction) WithBatch(b Batch) *Compaction {
 	return &c
 }
 
+// WithGate returns h bounding each class's concurrency fleet-wide with g.
+func (h *Compaction) WithGate(g ClassGate) *Compaction {
+	c := *h
+	c.gate = g
+	return &c
+}
+
 // Handle runs each task in order and reports partial batch failures (per
 // message group, see Batch).
 func (h *Compaction) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
@@ -48,7 +57,16 @@ func (h *Compaction) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 			h.log.Error("malformed task message; left for the DLQ", "message_id", m.MessageId, "err", err)
 			return err
 		}
-		res, err := h.uc.Run(ctx, task, holderID(ctx, m.MessageId))
+		var res compact.Result
+		holder := holderID(ctx, m.MessageId)
+		err = h.gate.run(ctx, m, task, holder, h.metrics, h.log, func() error {
+			var err error
+			res, err = h.uc.Run(ctx, task, holder)
+			return err
+		})
+		if errors.Is(err, errDeferred) {
+			return err
+		}
 		if err != nil {
 			h.metrics.Add("CompactionFailures", 1)
 			h.log.Error("compaction failed", "task", task.TaskID, "collection", task.Collection, "err", err)

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 // the head and judges every delete at execution time.
 type GC struct {
 	batch   Batch
+	gate    ClassGate
 	ex      *gc.Executor
 	metrics *metrics.Recorder
 	out     io.Writer
@@ -42,6 +44,13 @@ func (h *GC) WithBatch(b Batch) *GC {
 	return &c
 }
 
+// WithGate returns h bounding each class's concurrency fleet-wide with g.
+func (h *GC) WithGate(g ClassGate) *GC {
+	c := *h
+	c.gate = g
+	return &c
+}
+
 // Handle runs each record's task. A record that fails (malformed body, a
 // task the gc queue does not carry, deletes not confirmed, a transient read
 // error) is reported in batchItemFailures, and so is every later record of
@@ -51,6 +60,9 @@ func (h *GC) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventRes
 	defer h.flush()
 	return h.batch.walk(ctx, ev, h.log, h.metrics, func(r events.SQSMessage) error {
 		if err := h.one(ctx, r); err != nil {
+			if errors.Is(err, errDeferred) {
+				return err
+			}
 			h.log.Error("gc task failed; message will be retried", "message", r.MessageId, "err", err)
 			h.metrics.Add("GCTaskFailures", 1)
 			return err
@@ -69,8 +81,10 @@ func (h *GC) one(ctx context.Context, r events.SQSMessage) error {
 		h.metrics.Add("MalformedTasks", 1)
 		return fmt.Errorf("task %s of kind %s does not belong on the gc queue (nothing deleted)", task.TaskID, task.Kind)
 	}
-	_, err = h.ex.Run(ctx, task)
-	return err
+	return h.gate.run(ctx, r, task, holderID(ctx, r.MessageId), h.metrics, h.log, func() error {
+		_, err := h.ex.Run(ctx, task)
+		return err
+	})
 }
 
 func (h *GC) flush() {

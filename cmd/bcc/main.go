@@ -8,7 +8,8 @@
 //	bcc apply -plan F   [-confirm]        execute a saved plan (`bcc plan -json > F`); refused when stale
 //	bcc gc-plan          -collection C    what a GC sweep would delete now and why (read-only)
 //	bcc compaction-plan [-collection C]   the compaction jobs the planner would run now and why (read-only)
-//	bcc confirm-lineage  -collection C -by NAME [-reason TEXT] [-yes]
+//	bcc confirm-lineage  -collection C -by NAME [-incarnation N] [-reason TEXT] [-yes]
+//	                     (for the head's incarnation; -incarnation N refuses when the head is another lifetime)
 //
 // Every command takes -endpoint (a local stack; empty: the default AWS
 // configuration), -prefix (the deployment's resource prefix, default bcc,
@@ -77,6 +78,7 @@ type options struct {
 	endpoint, prefix, bucket, collection, ccs, table, wmBucket, wmKey, policy, now string
 	asJSON, yes, confirm                                                           bool
 	by, reason, planFile                                                           string
+	incarnation                                                                    uint64
 }
 
 type env struct {
@@ -111,6 +113,7 @@ func run(ctx context.Context, args []string, out io.Writer) (int, error) {
 	fs.StringVar(&o.by, "by", "", "confirm-lineage/recover: who acts")
 	fs.StringVar(&o.reason, "reason", "", "confirm-lineage: why the head went back")
 	fs.BoolVar(&o.yes, "yes", false, "confirm-lineage: record the confirmation (otherwise only print it)")
+	fs.Uint64Var(&o.incarnation, "incarnation", 0, "confirm-lineage: the lifetime the operator means (default: the head's); refused when the head names another")
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitError, err
 	}
@@ -231,6 +234,9 @@ func (e env) status(ctx context.Context) (int, error) {
 		fmt.Fprintf(w, "%-16s %-13s %s\n", c.Name, c.State, strings.Join(c.Reasons, "; "))
 		if g := c.Current.GC; g != nil && (g.Deletable+g.Deferred+g.Orphans > 0) {
 			fmt.Fprintf(w, "%-16s %-13s gc: %d deletable now, %d deferred %v, %d never-committed outputs\n", "", "", g.Deletable, g.Deferred, g.DeferredByReason, g.Orphans)
+		}
+		if l := c.Current.GC.LineageOf(); l != nil {
+			fmt.Fprintf(w, "%-16s %-13s lineage confirmed for incarnation %d (head v%d) by %s at %s\n", "", "", l.Incarnation, l.HeadVersion, l.ConfirmedBy, time.UnixMilli(l.ConfirmedAtUnixMs).UTC().Format(time.RFC3339))
 		}
 		if ob := c.Current.Observed; ob != nil && (ob.Debt.CompactionDue || ob.Debt.GCObjects > 0) {
 			fmt.Fprintf(w, "%-16s %-13s debt: %d objects %d bytes, compaction due %v, gc %d objects\n", "", "", ob.Debt.Objects, ob.Debt.Bytes, ob.Debt.CompactionDue, ob.Debt.GCObjects)
@@ -560,9 +566,12 @@ func printGCPlan(out io.Writer, p gc.Plan, err error, asJSON bool) error {
 		return werr
 	}
 	fmt.Fprintf(out, "GC plan for %s at %s (dry run: nothing was changed)\n", p.Collection, time.UnixMilli(p.NowUnixMs).UTC().Format(time.RFC3339))
-	if len(p.RootsAbove) > 0 || p.HighestObserved > p.HeadVersion {
-		fmt.Fprintf(out, "  head v%d; roots above it: %v; highest head observed: v%d; lineage confirmed by an operator: %v\n",
-			p.HeadVersion, p.RootsAbove, p.HighestObserved, p.LineageConfirmed)
+	if len(p.RootsAbove) > 0 || p.HighestObserved > p.HeadVersion || p.Confirmation != nil {
+		fmt.Fprintf(out, "  incarnation %d head v%d; roots above it: %v; highest head observed: v%d; lineage confirmed by an operator: %v\n",
+			contract.Lifetime(p.Incarnation), p.HeadVersion, p.RootsAbove, p.HighestObserved, p.LineageConfirmed)
+	}
+	if c := p.Confirmation; c != nil {
+		fmt.Fprintf(out, "  lineage confirmation: incarnation %d, head v%d by %s at %s\n", c.Inc(), c.HeadVersion, c.ConfirmedBy, time.UnixMilli(c.ConfirmedAtUnixMs).UTC().Format(time.RFC3339))
 	}
 	for _, c := range p.CorruptParts {
 		fmt.Fprintf(out, "  CORRUPT PART %s (root v%d): %s\n", c.Key, c.Version, c.Error)
@@ -618,14 +627,17 @@ func confirmLineage(ctx context.Context, out io.Writer, cfg app.Config, cl app.C
 	if o.by == "" {
 		return fmt.Errorf("confirm-lineage needs -by")
 	}
+	if p.HeadVersion > 0 && o.incarnation != 0 && o.incarnation != contract.Lifetime(p.Incarnation) {
+		return fmt.Errorf("confirm-lineage -incarnation %d: the head of %s is incarnation %d (a confirmation applies to one lifetime only)", o.incarnation, o.collection, contract.Lifetime(p.Incarnation))
+	}
 	conf, ok := gc.ConfirmationFor(p, o.by, o.reason, now)
 	if !ok {
-		_, err := fmt.Fprintf(out, "%s: head v%d, no regression to confirm\n", o.collection, p.HeadVersion)
+		_, err := fmt.Fprintf(out, "%s: head v%d (incarnation %d), no regression to confirm\n", o.collection, p.HeadVersion, contract.Lifetime(p.Incarnation))
 		return err
 	}
 	b, _ := json.MarshalIndent(conf, "", "  ")
-	fmt.Fprintf(out, "%s: head v%d is the truth; abandoned: roots %v, observed head v%d\n%s\n",
-		o.collection, p.HeadVersion, conf.AbandonedRoots, conf.AbandonedHeadVersion, b)
+	fmt.Fprintf(out, "%s incarnation %d: head v%d is the truth; abandoned: roots %v, observed head v%d\n%s\n",
+		o.collection, conf.Inc(), p.HeadVersion, conf.AbandonedRoots, conf.AbandonedHeadVersion, b)
 	if !o.yes {
 		_, err := fmt.Fprintln(out, "not recorded: run again with -yes to confirm")
 		return err

@@ -545,13 +545,25 @@ func TestConfirmLineageAfterHeadRegression(t *testing.T) {
 			t.Fatalf("confirm-lineage without -yes wrote (%s)", op)
 		}
 	}
+	// A confirmation is for one lifetime: naming another than the head's
+	// is refused before anything is written.
 	out.Reset()
-	if _, err := run(ctx, append([]string{"confirm-lineage", "-by", "test", "-yes"}, common...), &out); err != nil || !strings.Contains(out.String(), "recorded") {
+	if _, err := run(ctx, append([]string{"confirm-lineage", "-by", "test", "-incarnation", "2", "-yes"}, common...), &out); err == nil || !strings.Contains(err.Error(), "head of c1 is incarnation 1") {
+		t.Fatalf("-incarnation 2 on a first-lifetime head must be refused: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if _, err := run(ctx, append([]string{"confirm-lineage", "-by", "test", "-incarnation", "1", "-yes"}, common...), &out); err != nil || !strings.Contains(out.String(), "recorded") ||
+		!strings.Contains(out.String(), "c1 incarnation 1: head v2 is the truth") {
 		t.Fatalf("confirm: %v\n%s", err, out.String())
 	}
 	out.Reset()
-	if _, err := run(ctx, append([]string{"gc-plan"}, common...), &out); err != nil || strings.Contains(out.String(), "REFUSED") {
-		t.Fatalf("after the confirmation GC is not refused: %v\n%s", err, out.String())
+	if _, err := run(ctx, append([]string{"gc-plan"}, common...), &out); err != nil || strings.Contains(out.String(), "REFUSED") ||
+		!strings.Contains(out.String(), "lineage confirmation: incarnation 1, head v2 by test") {
+		t.Fatalf("after the confirmation GC is not refused and names the confirmation: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if _, err := run(ctx, append([]string{"status"}, common...), &out); err != nil || !strings.Contains(out.String(), "lineage confirmed for incarnation 1 (head v2) by test") {
+		t.Fatalf("status shows the confirmation with its incarnation: %v\n%s", err, out.String())
 	}
 }
 

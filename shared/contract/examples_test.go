@@ -65,7 +65,7 @@ func examples() map[string]any {
 		"ccs-namespace-facts.json": contract.NamespaceFacts{SchemaVersion: 1, Namespace: "shop", Incarnation: 1, FactsVersion: 7, Tombstoned: true, TombstonedAtUnixMs: 1764400000000,
 			Collections: []string{"carts", "orders", "returns"}},
 		"release-intent-answer.json": contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 2), Status: contract.IntentRecorded, RecordedAtUnixMs: 1764400200000},
-		"lineage-confirmation.json":  contract.LineageConfirmation{SchemaVersion: 1, Collection: "orders", HeadVersion: 8, HeadChecksum: rootSum, AbandonedRoots: []string{contract.ManifestKey("orders", 1, 9, contract.Checksum([]byte("root v9"))), contract.ManifestKey("orders", 1, 10, contract.Checksum([]byte("root v10")))}, AbandonedHeadVersion: 10, AbandonedHeadChecksum: contract.Checksum([]byte("root v10")), ConfirmedBy: "ops@example.com", ConfirmedAtUnixMs: 1764400300000, Reason: "restored v8 after a bad bulk load"},
+		"lineage-confirmation.json":  contract.LineageConfirmation{SchemaVersion: 1, Collection: "orders", Incarnation: 2, HeadVersion: 8, HeadChecksum: rootSum, AbandonedRoots: []string{contract.ManifestKey("orders", 2, 9, contract.Checksum([]byte("root v9"))), contract.ManifestKey("orders", 2, 10, contract.Checksum([]byte("root v10")))}, AbandonedHeadVersion: 10, AbandonedHeadChecksum: contract.Checksum([]byte("root v10")), ConfirmedBy: "ops@example.com", ConfirmedAtUnixMs: 1764400300000, Reason: "restored v8 after a bad bulk load"},
 		"watermark.json":             contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
 	}
 }

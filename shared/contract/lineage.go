@@ -20,9 +20,17 @@ import (
 // GC still keeps what the abandoned roots reference for a token lifetime
 // (plus skew) after ConfirmedAtUnixMs: a token opened on an abandoned head
 // before the regression may still read it until then.
+//
+// A confirmation belongs to one lifetime of the name (Incarnation, absent:
+// 1; every abandoned root must be a root of that lifetime): it is stored
+// per (collection, incarnation) and GC applies it only to a head of the
+// same incarnation (guard.LineageIncarnation). What an operator confirmed
+// for a dropped lifetime says nothing about the name's next one, and a
+// confirmation of the next never answers evidence of the previous.
 type LineageConfirmation struct {
 	SchemaVersion         int      `json:"schema_version"`
 	Collection            string   `json:"collection"`
+	Incarnation           uint64   `json:"incarnation,omitempty"`
 	HeadVersion           uint64   `json:"head_version"`
 	HeadChecksum          string   `json:"head_checksum"`
 	AbandonedRoots        []string `json:"abandoned_roots"`
@@ -50,12 +58,19 @@ func (l *LineageConfirmation) validate() error {
 		return invalid("confirmed_by and confirmed_at_unix_ms are required")
 	}
 	for _, k := range l.AbandonedRoots {
-		if _, ok := RootVersion(l.Collection, k); !ok {
+		inc, _, ok := RootOf(l.Collection, k)
+		if !ok {
 			return invalid("abandoned root %q is not a root key of %s", k, l.Collection)
+		}
+		if inc != l.Inc() {
+			return invalid("abandoned root %q is a root of incarnation %d, the confirmation is for incarnation %d", k, inc, l.Inc())
 		}
 	}
 	return nil
 }
+
+// Inc is the incarnation the confirmation is for (absent: 1).
+func (l LineageConfirmation) Inc() uint64 { return Lifetime(l.Incarnation) }
 
 // DecodeLineageConfirmation strictly decodes a lineage confirmation.
 func DecodeLineageConfirmation(where string, b []byte) (LineageConfirmation, error) {

@@ -20,20 +20,21 @@ type Set struct {
 	TransitionPerTier     bool // a lifecycle transition is due only when an object of another tier than the target is old enough (per-tier part minimums), so a transition that moves nothing never starves compaction
 	IncarnationFence      bool // a task acts only on the incarnation it names; a dropped incarnation's head is deleted only while it still names it
 	ReleaseHorizon        bool // a release intent waits until CCS's reservation horizon has passed
+	LineageIncarnation    bool // an operator's lineage confirmation is kept per (collection, incarnation) and applies only to a head of its own incarnation
 }
 
 // All is every guard on: the only production setting.
 func All() Set {
 	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
 		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true, OwnWrite: true, DuplicateRederive: true, GroupIsolation: true, TransitionPerTier: true,
-		IncarnationFence: true, ReleaseHorizon: true}
+		IncarnationFence: true, ReleaseHorizon: true, LineageIncarnation: true}
 }
 
 // Names lists the guards in a stable order (for mutation reports).
 func Names() []string {
 	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
 		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression", "handoff_facts",
-		"own_write", "duplicate_rederive", "group_isolation", "transition_per_tier", "incarnation_fence", "release_horizon"}
+		"own_write", "duplicate_rederive", "group_isolation", "transition_per_tier", "incarnation_fence", "release_horizon", "lineage_incarnation"}
 }
 
 // Without returns All() with the named guard off; ok is false for an unknown name.
@@ -79,6 +80,8 @@ func (s Set) Off(name string) (Set, bool) {
 		s.IncarnationFence = false
 	case "release_horizon":
 		s.ReleaseHorizon = false
+	case "lineage_incarnation":
+		s.LineageIncarnation = false
 	default:
 		return s, false
 	}

@@ -152,7 +152,11 @@
 // (RefusedRegression) until an operator's LineageConfirmation names every
 // such piece of evidence; what roots above the head reference stays
 // protected (regression.go). The roots are found by listing the manifests
-// prefix, so a wiped memory does not turn the refusal into deletes.
+// prefix, so a wiped memory does not turn the refusal into deletes. A
+// confirmation belongs to one lifetime of the name: it is read for the
+// head's incarnation and ignored when it names another
+// (guard.LineageIncarnation), so what an operator confirmed for a dropped
+// lifetime never answers the re-created one's evidence, nor the reverse.
 //
 // # Dry run
 //

@@ -72,8 +72,11 @@ type Plan struct {
 	HighestObserved         uint64   `json:"highest_observed,omitempty"`
 	HighestObservedChecksum string   `json:"highest_observed_checksum,omitempty"`
 	LineageConfirmed        bool     `json:"lineage_confirmed,omitempty"`
-	GlobalSafeTsUnixMs      int64    `json:"global_safe_ts_unix_ms"`
-	Blocked                 string   `json:"blocked,omitempty"` // non-empty: nothing is deleted
+	// Confirmation is the operator's confirmation GC judged by (of the
+	// head's incarnation; nil: none).
+	Confirmation       *contract.LineageConfirmation `json:"lineage_confirmation,omitempty"`
+	GlobalSafeTsUnixMs int64                         `json:"global_safe_ts_unix_ms"`
+	Blocked            string                        `json:"blocked,omitempty"` // non-empty: nothing is deleted
 	// Delete are the candidates eligible now that still exist (as far as
 	// the listing shows); AlreadyGone counts eligible ones already deleted.
 	Delete      []Candidate `json:"delete"`
@@ -230,6 +233,7 @@ func (p *Plan) describe(v view, fr frame) {
 	p.Blocked, p.TombstoneEvictTs = fr.blocked, fr.tombstoneEvict
 	p.RootsAbove = v.aboveKeys
 	p.HighestObserved, p.HighestObservedChecksum, p.LineageConfirmed = v.highest, v.highSum, v.conf != nil
+	p.Confirmation = v.conf
 	if v.wmErr == nil {
 		p.GlobalSafeTsUnixMs = v.safe
 	}

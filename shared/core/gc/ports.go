@@ -83,10 +83,12 @@ type WatermarkSource interface {
 // the highest head it observed (version and checksum; version 0: none)
 // and an operator's confirmation of a head regression. It is disposable
 // state: when it is lost, the roots that exist above the head are still
-// evidence of a regression (fail closed).
+// evidence of a regression (fail closed). Both are per lifetime of the
+// name: a confirmation is asked for, and applied to, the head's
+// incarnation only (guard.LineageIncarnation).
 type Memory interface {
 	HighestObserved(ctx context.Context, collection string, incarnation uint64) (version uint64, checksum string, err error)
-	LineageConfirmation(ctx context.Context, collection string) (contract.LineageConfirmation, bool, error)
+	LineageConfirmation(ctx context.Context, collection string, incarnation uint64) (contract.LineageConfirmation, bool, error)
 }
 
 // SweepRecord is what a finished sweep left of one incarnation's debt:

@@ -50,11 +50,13 @@ func (pl planner) readAbove(ctx context.Context, v *view) error {
 		if v.highest, v.highSum, err = m.HighestObserved(ctx, v.c, v.walk.Head.Inc()); err != nil {
 			return fmt.Errorf("read the highest observed version of %s: %w", v.c, err)
 		}
-		conf, ok, err := m.LineageConfirmation(ctx, v.c)
+		conf, ok, err := m.LineageConfirmation(ctx, v.c, v.walk.Head.Inc())
 		if err != nil {
 			return fmt.Errorf("read the lineage confirmation of %s: %w", v.c, err)
 		}
-		if ok {
+		// A confirmation of another lifetime of the name answers nothing
+		// this one shows (guard.LineageIncarnation): as if none existed.
+		if ok && (conf.Inc() == v.walk.Head.Inc() || !pl.cfg.Guards.LineageIncarnation) {
 			v.conf = &conf
 		}
 	}
@@ -176,9 +178,14 @@ func agrees(v view, version uint64, checksum string) bool {
 // ConfirmationFor is the confirmation an operator records for what a plan
 // saw (`bcc confirm-lineage`): the plan's head is the truth; every root
 // above it and the highest observed head, unless it is the head's own
-// lineage, are abandoned. ok is false when there is nothing to confirm.
+// lineage, are abandoned. It is for the plan's incarnation (the head's).
+// ok is false when there is nothing to confirm.
 func ConfirmationFor(p Plan, by, reason string, now time.Time) (contract.LineageConfirmation, bool) {
-	c := contract.LineageConfirmation{SchemaVersion: contract.SchemaVersion, Collection: p.Collection, HeadVersion: p.HeadVersion,
+	inc := p.Incarnation
+	if contract.Lifetime(inc) == 1 {
+		inc = 0 // the first lifetime is written as absent
+	}
+	c := contract.LineageConfirmation{SchemaVersion: contract.SchemaVersion, Collection: p.Collection, Incarnation: inc, HeadVersion: p.HeadVersion,
 		HeadChecksum: p.HeadChecksum, AbandonedRoots: p.RootsAbove, ConfirmedBy: by, ConfirmedAtUnixMs: now.UnixMilli(), Reason: reason}
 	if c.AbandonedRoots == nil {
 		c.AbandonedRoots = []string{}

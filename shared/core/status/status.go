@@ -113,6 +113,29 @@ type GCView struct {
 	Remaining        []string       `json:"remaining_dependencies,omitempty"`
 	CorruptParts     int            `json:"corrupt_parts,omitempty"`
 	GlobalSafeTs     int64          `json:"global_safe_ts_unix_ms"`
+	// Incarnation is the lifetime of the head GC judged; Lineage the
+	// operator's confirmation of a head regression GC judged by (always
+	// of that incarnation: a confirmation never crosses lifetimes).
+	Incarnation uint64       `json:"incarnation"`
+	Lineage     *LineageView `json:"lineage_confirmation,omitempty"`
+}
+
+// LineageView is an operator's lineage confirmation as status shows it.
+type LineageView struct {
+	Incarnation          uint64   `json:"incarnation"`
+	HeadVersion          uint64   `json:"head_version"`
+	AbandonedRoots       []string `json:"abandoned_roots"`
+	AbandonedHeadVersion uint64   `json:"abandoned_head_version,omitempty"`
+	ConfirmedBy          string   `json:"confirmed_by"`
+	ConfirmedAtUnixMs    int64    `json:"confirmed_at_unix_ms"`
+}
+
+// LineageOf is g's lineage confirmation (nil for a nil view).
+func (g *GCView) LineageOf() *LineageView {
+	if g == nil {
+		return nil
+	}
+	return g.Lineage
 }
 
 // Current is what the coordinator and the bucket show now.
@@ -267,6 +290,11 @@ func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Tim
 				Remaining: plan.Remaining, CorruptParts: len(plan.CorruptParts), Blocked: plan.Blocked, GlobalSafeTs: plan.GlobalSafeTsUnixMs}
 			if err != nil {
 				v.Refused = err.Error()
+			}
+			v.Incarnation = contract.Lifetime(plan.Incarnation)
+			if l := plan.Confirmation; l != nil {
+				v.Lineage = &LineageView{Incarnation: l.Inc(), HeadVersion: l.HeadVersion, AbandonedRoots: l.AbandonedRoots,
+					AbandonedHeadVersion: l.AbandonedHeadVersion, ConfirmedBy: l.ConfirmedBy, ConfirmedAtUnixMs: l.ConfirmedAtUnixMs}
 			}
 			c.Current.GC = v
 		}

@@ -97,6 +97,11 @@ func (e *gcEnv) executorWithSleep(g guard.Set, wrap func(gc.Deleter) gc.Deleter,
 		// never does): unknown fields are silently dropped.
 		ports.Lineage = naive.NewLenientLineage(e.Bucket)
 	}
+	if !g.LineageIncarnation {
+		// ... and keeps lineage confirmations per name (shipped code
+		// never does): any lifetime's confirmation answers any other.
+		ports.Memory = naive.NewNameKeyedConfirmations(e.Clients.Dynamo, e.Config.Table)
+	}
 	m := metrics.New(resources.FnGC)
 	cfg := gc.ConfigFrom(e.Config.Policy, g)
 	pol := e.Config.Policy

@@ -35,7 +35,7 @@ func (w *World) compactionPolicy() compact.Policy { return compact.PolicyFrom(w.
 
 func (w *World) gcReadPorts() gc.ReadPorts {
 	data := app.GCBucket{B: w.bucket}
-	return gc.ReadPorts{Objects: data, Lister: data, Memory: w.state, Facts: w.ccs,
+	return gc.ReadPorts{Objects: data, Lister: data, Memory: w.memory(), Facts: w.ccs,
 		Watermark: gc.WatermarkObject{Objects: data, Key: WatermarkKey}}
 }
 
@@ -461,13 +461,8 @@ func (w *World) rollback(c string) { w.rollbackTo(c, 8, false) }
 // newest cutover).
 func (w *World) rollbackTo(c string, back uint64, oldest bool) {
 	col := w.cols[c]
-	if col.inc > 1 {
-		// Not modelled: an operator's lineage confirmation addresses only
-		// the first lifetime's observed state (contract.LineageConfirmation
-		// names no incarnation), so a re-created name's head regression
-		// could never be answered.
-		return
-	}
+	// Re-created lifetimes are restored too: the operator's confirmation
+	// names the lifetime it answers (invariant lineage-incarnation).
 	h := col.head()
 	var targets []*version
 	for n := h.v - min(h.v-1, back); n < h.v; n++ {
@@ -524,7 +519,7 @@ func (w *World) restoreNewestCutover() {
 		col := w.cols[c]
 		h := col.head()
 		base := col.byVersion[h.root.ParentVersion]
-		if h.root.Origin.Kind != contract.OriginCutover || base == nil || !w.intact(base) || col.inc > 1 { // see rollbackTo
+		if h.root.Origin.Kind != contract.OriginCutover || base == nil || !w.intact(base) {
 			continue
 		}
 		w.count("restore-after-cutover")
@@ -584,9 +579,9 @@ func (w *World) operatorConfirms(c string) {
 		return
 	}
 	h := col.head()
-	pl := gc.Plan{Collection: c, HeadVersion: h.v, HeadChecksum: h.checksum, RootsAbove: []string{}}
+	pl := gc.Plan{Collection: c, Incarnation: col.inc, HeadVersion: h.v, HeadChecksum: h.checksum, RootsAbove: []string{}}
 	for _, k := range w.s3.Keys(w.def.Bucket.Name, contract.ManifestsPrefix(c)) {
-		if v, ok := contract.RootVersion(c, k); ok && v > h.v {
+		if inc, v, ok := contract.RootOf(c, k); ok && inc == col.inc && v > h.v {
 			pl.RootsAbove = append(pl.RootsAbove, k)
 		}
 	}
@@ -597,12 +592,14 @@ func (w *World) operatorConfirms(c string) {
 	if !ok {
 		return
 	}
-	if err := w.state.ConfirmLineage(w.ctx, conf); err != nil {
+	if err := w.memory().ConfirmLineage(w.ctx, conf); err != nil {
 		w.violate("workload", "the operator's lineage confirmation of %s failed without faults: %v", c, err)
 		return
 	}
+	w.recordConfirmation(conf)
 	w.count("lineage-confirmed")
-	w.logf("  operator confirms %s: head v%d is the truth; abandoned roots %v, observed head v%d", c, h.v, conf.AbandonedRoots, conf.AbandonedHeadVersion)
+	w.logf("  operator confirms %s incarnation %d: head v%d is the truth; abandoned roots %v, observed head v%d", c, col.inc, h.v, conf.AbandonedRoots, conf.AbandonedHeadVersion)
+	w.checkLineageOf(c)
 }
 
 // invokeOwner runs an owner's or the workload's action: no faults, no
@@ -912,6 +909,9 @@ func (w *World) stepActions() []action {
 	if len(w.held) > 0 {
 		acts = append(acts, action{3, "deliver-held", func() { w.redeliverHeld(w.rng.IntN(len(w.held))) }})
 	}
+	if len(w.lateConfs) > 0 {
+		acts = append(acts, action{2, "late-confirmation", w.recordLateConfirmation})
+	}
 	return acts
 }
 
@@ -1066,6 +1066,20 @@ func (w *World) quiesce() {
 			w.redeliverHeld(i)
 		}
 		w.reconcile()
+		if round >= 1 && round <= 3 {
+			// A re-created lifetime's owner restores an older head (half
+			// the time, once the coordinator observed the newer one) and
+			// the operator answers the regression for that lifetime:
+			// whatever an earlier lifetime of the name confirmed must not
+			// answer it, and its own confirmation touches nothing else
+			// (invariant lineage-incarnation).
+			for _, c := range w.liveCollections() {
+				if w.cols[c].inc > 1 && w.rng.IntN(2) == 0 {
+					w.rollback(c)
+					w.operatorConfirms(c)
+				}
+			}
+		}
 		switch round {
 		case 2:
 			// An owner undoes a rewrite that landed since the faults
@@ -1075,6 +1089,9 @@ func (w *World) quiesce() {
 		case 3:
 			for _, c := range w.colNames {
 				w.operatorConfirms(c)
+			}
+			for len(w.lateConfs) > 0 {
+				w.recordLateConfirmation()
 			}
 		}
 		if round <= 1 {
@@ -1224,6 +1241,9 @@ func (w *World) checkConverged() {
 			}
 		}
 		pl, err := gc.PlanSweep(w.ctx, w.gcReadPorts(), w.gcConfig(), c, time.UnixMilli(w.t))
+		if w.checkConfirmation(c, pl); len(w.violations) > 0 {
+			return
+		}
 		if err != nil {
 			w.violate("converged", "gc plan of %s: %v", c, err)
 			return
@@ -1357,6 +1377,11 @@ func (w *World) recreate(c string) {
 		return
 	}
 	w.lifetimes[c] = append(w.lifetimes[c], inc)
+	if cs := w.confirmed[c][inc]; len(cs) > 0 {
+		// An operator's confirmation of this lifetime, planned before the
+		// drop, may still be recorded after the re-creation.
+		w.lateConfs = append(w.lateConfs, cs[len(cs)-1])
+	}
 	for _, m := range w.seen[c] {
 		if len(w.held) < 8 {
 			w.held = append(w.held, m)
@@ -1380,6 +1405,9 @@ func (w *World) recreate(c string) {
 	w.unread[c] = true
 	w.count("recreate")
 	w.logf("  CCS re-creates %s as incarnation %d (facts v%d); %d late tasks of old lifetimes held", c, inc+1, nf.FactsVersion, len(w.held))
+	if len(w.confirmed[c]) > 0 {
+		w.checkLineageOf(c)
+	}
 }
 
 // redeliverHeld sends the i-th held task of a released lifetime to its

@@ -52,7 +52,10 @@
 // released name is re-created as its next incarnation while tasks of the
 // old lifetime are still queued or delivered again late: nothing running
 // only tasks of an old incarnation deletes the head or a committed object
-// of the current one) and exactly one release intent per incarnation
-// (release-dependencies). Checks read the in-memory stores directly, never
+// of the current one), exactly one release intent per incarnation
+// (release-dependencies) and lineage-incarnation (re-created lifetimes are
+// restored and confirmed too, and confirmations of a dropped lifetime are
+// recorded late: GC judges a head only by a confirmation the operator
+// recorded for that head's incarnation). Checks read the in-memory stores directly, never
 // through a faulted call.
 package sim

@@ -212,6 +212,11 @@ type World struct {
 	held      []heldMsg
 	heldN     int
 	lifetimes map[string][]uint64
+	// confirmed: every lineage confirmation the operator recorded, by
+	// name and the incarnation it was planned for; lateConfs: those of
+	// released lifetimes still to be recorded late (after the re-creation).
+	confirmed map[string]map[uint64][]contract.LineageConfirmation
+	lateConfs []contract.LineageConfirmation
 
 	faultRate float64
 	nestRate  float64
@@ -233,7 +238,7 @@ var FaultKinds = []string{
 	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
 	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "tombstone-replaced", "facts-changed", "facts-change-in-flight",
 	"foreign-upload", "foreign-commit-late", "cutover-queued", "cutover-applied-late", "cutover-expired-late",
-	"rollback", "rollback-during-backoff", "lineage-confirmed",
+	"rollback", "rollback-during-backoff", "lineage-confirmed", "lineage-confirmed-late",
 }
 
 func newWorld(cfg Config) *World {
@@ -247,7 +252,7 @@ func newWorld(cfg Config) *World {
 	w := &World{
 		cfg: cfg, pol: pol, def: resources.For("sim", pol), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
 		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, handing: map[string]contract.Completion{}, staleFacts: map[string]string{}, deleted: map[string]bool{}, foreign: map[string]bool{}, unread: map[string]bool{},
-		seen: map[string][]heldMsg{}, lifetimes: map[string][]uint64{},
+		seen: map[string][]heldMsg{}, lifetimes: map[string][]uint64{}, confirmed: map[string]map[uint64][]contract.LineageConfirmation{},
 		Counts: map[string]int{}, round: -1,
 	}
 	now := func() time.Time { return time.UnixMilli(w.t) }

@@ -17,7 +17,8 @@
 //
 // Where gofakes3 differs from S3 in a way the product could notice, the
 // stack corrects it: If-Match on a missing key answers 404 NoSuchKey as S3
-// does (gofakes3 answers 412).
+// does (gofakes3 answers 412), and DeleteObject with If-Match is a real
+// conditional delete (gofakes3 ignores the header and deletes anyway).
 //
 // Tests can inject a fault per operation (InjectFault): apply a request and
 // then answer HTTP 500 or drop the connection, or refuse it with a 500

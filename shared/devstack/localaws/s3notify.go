@@ -100,13 +100,18 @@ func splitPath(p string) (bucket, key string) {
 }
 
 // serveS3 forwards to gofakes3, keeping notification configurations itself,
-// correcting If-Match on a missing key to 404, and emitting object-created
-// events for successful writes.
+// correcting If-Match on a missing key to 404, serving conditional deletes
+// (gofakes3 ignores If-Match on DeleteObject: s3delete.go), and emitting
+// object-created events for successful writes.
 func (n *notifier) serveS3(w http.ResponseWriter, r *http.Request) {
 	bucket, key := splitPath(r.URL.Path)
 	q := r.URL.Query()
 	if q.Has("notification") && key == "" {
 		n.serveNotificationConfig(w, r, bucket)
+		return
+	}
+	if n.s.opts.Upstream == "" && conditionalDelete(r, key) {
+		n.serveConditionalDelete(w, r, bucket, key)
 		return
 	}
 	eventName := createdEventName(r, key)

@@ -62,6 +62,7 @@ type Stack struct {
 	ln       net.Listener
 	url      string
 	s3       http.Handler
+	s3b      *replacingBackend // the embedded S3's storage (conditional deletes, s3delete.go)
 	ddb      http.Handler
 	sqs      http.Handler
 	notify   *notifier
@@ -101,7 +102,8 @@ func Start(opts Options) (*Stack, error) {
 	if s.creds == nil {
 		s.creds = TestCredentials
 	}
-	s.s3 = gofakes3.New(newReplacingBackend(), gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)).Server()
+	s.s3b = newReplacingBackend()
+	s.s3 = gofakes3.New(s.s3b, gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)).Server()
 	s.sqs = sqsd.New(sqsd.Options{Region: Region, AccountID: AccountID, BaseURL: s.URL})
 	if opts.Upstream != "" {
 		u, err := url.Parse(opts.Upstream)

@@ -256,6 +256,11 @@ func (s *S3) DeleteObject(_ context.Context, in *s3.DeleteObjectInput, _ ...func
 		if err != nil {
 			return nil, nil, err
 		}
+		// If-Match: S3's conditional delete (404 on a missing key, 412 on
+		// another ETag), as for a conditional PUT.
+		if err := checkConditions(c, b, in.IfMatch, nil); err != nil {
+			return nil, nil, err
+		}
 		if _, ok := b.objects[c.Key]; !ok {
 			return &s3.DeleteObjectOutput{}, nil, nil
 		}

@@ -26,10 +26,13 @@
 //     directory or bootstrap is missing, or the bootstrap is not a linux/arm64
 //     ELF executable.
 //   - Least privilege: each function has its own role with only the actions it
-//     uses, on only the resources it uses. No role can write a head object
-//     (collections/<c>/manifest_committed_head.json); only GC may delete:
-//     data and manifest keys, and a head only as the last step of a dropped
-//     incarnation's cleanup. No IAM action is a wildcard.
+//     uses, on only the resources it uses. No role can write or delete a
+//     head object (collections/<c>/manifest_committed_head.json): a dropped
+//     incarnation's head is retired by the Manifest Publisher on GC's
+//     request (GC may invoke the publisher's POST /retire only, the handoff
+//     POST /cutover only). Only GC may delete: data and manifest keys, and
+//     the control artifacts CCS names for a dropped incarnation
+//     (collections/<c>/control/). No IAM action is a wildcard.
 //   - Bucket, queues and table are encrypted; bucket and queues refuse non-TLS
 //     requests; the bucket blocks public access and logs server access.
 //   - cdk-nag's AwsSolutions pack runs on every synthesis (CLI and tests) and

@@ -62,8 +62,9 @@ var tableItemOps = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Up
 
 // addPolicies grants each function's role exactly what that function uses.
 // The SQS event source mappings add the consume permissions on the consumer's
-// own queue (see addEventSources). Nothing grants s3:PutObject on a head key:
-// only the Manifest Publisher writes heads.
+// own queue (see addEventSources). Nothing grants s3:PutObject or
+// s3:DeleteObject on a head key: only the Manifest Publisher writes and
+// retires heads.
 func (c *Coordinator) addPolicies(cfg Config) {
 	g := Globs()
 	objects := func(globs ...string) []*string {
@@ -134,21 +135,29 @@ func (c *Coordinator) addPolicies(cfg Config) {
 	// gc: re-checks the delete predicate at execution time (head, retained
 	// manifests, object metadata, the query plane's watermark); deletes only
 	// data and manifest keys (S3 ARNs cannot exclude a suffix, and by the key
-	// layout neither pattern matches collections/<c>/manifest_committed_head.json),
-	// and heads only for a dropped incarnation's cleanup (DeleteDroppedHeads);
-	// lists the bucket (see listBucket) and proposes never-committed outputs
-	// of crashed tasks from collections/<c>/data/ (never the truth of what to delete).
+	// layout neither pattern matches collections/<c>/manifest_committed_head.json:
+	// a collection name has no '/'), and the control artifacts CCS names for
+	// a dropped incarnation; never a head: a dropped incarnation's head is
+	// retired by the Manifest Publisher on GC's request (POST /retire, the
+	// one publisher route its role may invoke, see addOwnerGrants); lists
+	// the bucket (see listBucket) and proposes never-committed outputs of
+	// crashed tasks from collections/<c>/data/ (never the truth of what to
+	// delete).
 	wmBucket, wmKey := c.watermark(cfg)
 	add(resources.FnGC,
 		stmt("ReadHeadsManifestsData", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests, g.Data)),
 		stmt("ReadWatermark", []string{"s3:GetObject"}, []*string{wmBucket.ArnForObjects(jsii.String(wmKey))}),
 		stmt("DeleteDataAndManifests", []string{"s3:DeleteObject"}, objects(g.Data, g.Manifests)),
-		// The one head delete: a dropped incarnation's cleanup deletes its
-		// head last, re-read just before, only while it names that
-		// incarnation (guard.IncarnationFence); CCS lets the name be
-		// re-created only after the release that follows. No role may put
-		// a head.
-		stmt("DeleteDroppedHeads", []string{"s3:DeleteObject"}, objects(g.Heads)),
+		// Control artifacts (collections/<c>/control/*): the seed's
+		// tombstone dependency graph lists "stale schema/control artifact
+		// cleanup" as cleanup debt the coordinator clears before it hands
+		// completion to CCS's release workflow, next to manifest/object
+		// cleanup; what CCS owns is the tombstone state and the release
+		// intents, which stay CCS's. So GC deletes them itself, but only
+		// the keys CCS names in the dropped incarnation's facts
+		// (control_artifacts, validated to lie under this prefix of that
+		// collection), never by listing, after the same drop gates, and
+		// only under this prefix.
 		stmt("DeleteDroppedControlArtifacts", []string{"s3:DeleteObject"}, objects(g.Control)),
 		listBucket("ListForNotFoundAndOrphanCandidates"),
 		stmt("CoordinatorState", tableItemOps, table),

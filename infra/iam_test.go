@@ -129,8 +129,12 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 			}
 			if s == imp { // signed owner calls: exactly the contract's routes (derived), or the ARN given in context
 				allow([]string{"execute-api:Invoke"}, impCCSArn)
+				// of the publisher's routes, each function only the one it calls
 				if f.Name == resources.FnHandoff {
 					allow([]string{"execute-api:Invoke"}, "arn:${AWS::Partition}:execute-api:eu-west-1:${AWS::AccountId}:a1b2c3d4e5/prod/POST/v1/cutover")
+				}
+				if f.Name == resources.FnGC {
+					allow([]string{"execute-api:Invoke"}, "arn:${AWS::Partition}:execute-api:eu-west-1:${AWS::AccountId}:a1b2c3d4e5/prod/POST/v1/retire")
 				}
 			}
 			switch f.Name {
@@ -154,7 +158,7 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				allow(consume, queue(resources.QueueCompaction))
 			case resources.FnGC:
 				allow([]string{"s3:GetObject"}, heads, manifests, data, wm)
-				allow([]string{"s3:DeleteObject"}, data, manifests, heads, B+"/collections/*/control/*")
+				allow([]string{"s3:DeleteObject"}, data, manifests, B+"/collections/*/control/*")
 				allow([]string{"s3:ListBucket"}, B)
 				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))
@@ -290,32 +294,21 @@ func TestEveryKeyKindEachFunctionWritesIsAllowed(t *testing.T) {
 	})
 }
 
-// No role can write a head; only GC may delete one (the last step of a
-// dropped incarnation's cleanup, shared/core/gc/tombstone.go).
-func TestNoRoleCanWriteHeadsOnlyGCMayDeleteThem(t *testing.T) {
+// No role can write or delete a head: only the Manifest Publisher moves
+// one, and a dropped incarnation's head is retired by the publisher on GC's
+// request (POST /retire). GC may invoke that publisher route and no other;
+// the handoff only POST /cutover.
+func TestNoRoleCanWriteOrDeleteHeads(t *testing.T) {
 	heads, _, _, _, _ := sampleKeys()
 	both(t, func(t *testing.T, s *synth) {
 		B := s.bucketArn(t)
-		gcRole := s.id(t, exportName(resources.FnGC)+"Role")
-		gcDeletesHeads := false
-		for _, g := range s.roleGrants(t, resources.FnGC) {
-			if g.effect == "Allow" && actionMatch(g.action, "s3:DeleteObject") && iamMatch(g.resource, B+"/"+heads[0]) {
-				gcDeletesHeads = true
-			}
-		}
-		if !gcDeletesHeads {
-			t.Error("gc cannot delete a dropped incarnation's head")
-		}
 		for role, grants := range s.identityPolicies() {
 			for _, g := range grants {
 				if g.effect != "Allow" {
 					continue
 				}
-				for _, act := range []string{"s3:PutObject", "s3:DeleteObject", "s3:PutObjectAcl", "s3:RestoreObject"} {
+				for _, act := range []string{"s3:PutObject", "s3:DeleteObject", "s3:PutObjectAcl", "s3:RestoreObject", "s3:PutObjectRetention", "s3:PutObjectLegalHold"} {
 					if !actionMatch(g.action, act) {
-						continue
-					}
-					if act == "s3:DeleteObject" && role == gcRole {
 						continue
 					}
 					for _, h := range heads {
@@ -326,11 +319,26 @@ func TestNoRoleCanWriteHeadsOnlyGCMayDeleteThem(t *testing.T) {
 				}
 			}
 		}
+		if s != imp {
+			return // no owner endpoints in the default synthesis
+		}
+		routes := map[string][]string{}
+		for _, f := range s.c.Definition.Functions {
+			for _, g := range s.roleGrants(t, f.Name) {
+				if g.action == "execute-api:Invoke" && strings.Contains(g.resource, "a1b2c3d4e5/") {
+					routes[f.Name] = append(routes[f.Name], g.resource[strings.Index(g.resource, "/prod/"):])
+				}
+			}
+		}
+		want := map[string][]string{resources.FnGC: {"/prod/POST/v1/retire"}, resources.FnHandoff: {"/prod/POST/v1/cutover"}}
+		if fmt.Sprint(routes) != fmt.Sprint(want) {
+			t.Errorf("publisher routes per function %v, want %v", routes, want)
+		}
 	})
 }
 
-// GC deletes data and manifest keys, and heads (the last step of a dropped
-// incarnation's cleanup), nothing else.
+// GC deletes data and manifest keys and the control artifacts CCS names
+// (collections/<c>/control/), nothing else: never a head.
 func TestGCDeletesOnlyDataAndManifestKeys(t *testing.T) {
 	heads, manifests, data, _, _ := sampleKeys()
 	both(t, func(t *testing.T, s *synth) {
@@ -343,12 +351,12 @@ func TestGCDeletesOnlyDataAndManifestKeys(t *testing.T) {
 			}
 			return false
 		}
-		for _, k := range append(append(manifests, data...), append(heads, "collections/orders/control/schema.json")...) {
+		for _, k := range append(append(manifests, data...), "collections/orders/control/schema.json", "collections/orders/control/i2-schema.json") {
 			if !may(k) {
 				t.Errorf("gc cannot delete %s", k)
 			}
 		}
-		for _, k := range []string{s.c.Definition.WatermarkKey, "collections/orders/other.json", "outside/x.seg"} {
+		for _, k := range append([]string{s.c.Definition.WatermarkKey, "collections/orders/other.json", "outside/x.seg"}, heads...) {
 			if may(k) {
 				t.Errorf("gc may delete %s", k)
 			}

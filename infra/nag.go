@@ -28,7 +28,7 @@ const (
 		"'*' stands for a collection name created at run time, and below a fixed prefix for a version, checksum or task id. " +
 		"S3 object ARNs cannot be narrower; each statement is a single explicit action (no action wildcards), " +
 		"and no pattern can match a head key collections/<c>/manifest_committed_head.json except the read-only s3:GetObject on heads " +
-		"and gc's s3:DeleteObject on heads and collections/<c>/control/ (the last steps of a dropped incarnation's cleanup)."
+		"(heads are written and retired by the Manifest Publisher only); gc's s3:DeleteObject on collections/<c>/control/ is for the control artifacts CCS names for a dropped incarnation."
 	ReasonNotificationsHandlerManagedPolicy = "IAM4: CDK's BucketNotificationsHandler (aws-s3, runs only at deploy time to put the bucket's " +
 		"notification configuration) writes its own logs through AWSLambdaBasicExecutionRole; CDK creates that role and offers no way to replace the managed policy."
 	ReasonAccessLogBucket = "S1: this is the server access log destination of the data bucket; logging it to another bucket " +

@@ -26,6 +26,10 @@ type ownerEndpoint struct {
 	routes   []contract.Route
 	actions  []string // IAM action(s) a signed call needs
 	resource []string // what they apply to
+	// perRoute: resource[i] is the ARN of routes[i] (derived from an API
+	// Gateway URL), so a function can be granted only the routes it calls.
+	// An ARN given in context covers what the operator scoped it to.
+	perRoute bool
 }
 
 // ownerEndpoints resolves, for owner auth sigv4, the grant each configured
@@ -81,7 +85,7 @@ func resolveOwners(cfg Config, partition, account string) ([]ownerEndpoint, erro
 			if stage == "$default" {
 				base = strings.TrimSuffix(u.Path, "/")
 			}
-			o.actions = []string{"execute-api:Invoke"}
+			o.actions, o.perRoute = []string{"execute-api:Invoke"}, true
 			for _, r := range o.routes {
 				o.resource = append(o.resource, fmt.Sprintf("arn:%s:execute-api:%s:%s:%s/%s/%s%s%s",
 					partition, region, account, api, stage, r.Method, base, r.Path))
@@ -100,17 +104,31 @@ func resolveOwners(cfg Config, partition, account string) ([]ownerEndpoint, erro
 }
 
 // addOwnerGrants lets each function that calls an owner (its environment
-// carries the owner's URL) invoke exactly the owner's routes.
+// carries the owner's URL) invoke exactly the owner's routes; of the
+// publisher's, only those the function calls (resources.Function
+// PublisherRoutes: the handoff submits cutovers, GC retires dropped heads).
 func (c *Coordinator) addOwnerGrants(owners []ownerEndpoint) {
 	for _, f := range c.Definition.Functions {
 		for _, o := range owners {
 			if !slices.Contains(f.Env, o.env) {
 				continue
 			}
+			res := o.resource
+			if o.name == "publisher" && o.perRoute {
+				res = nil
+				for i, r := range o.routes {
+					if slices.Contains(f.PublisherRoutes, r) {
+						res = append(res, o.resource[i])
+					}
+				}
+			}
+			if len(res) == 0 {
+				continue
+			}
 			c.Roles[f.Name].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Sid:       jsii.String("Invoke" + exportName(o.name)),
 				Actions:   jsii.Strings(o.actions...),
-				Resources: jsii.Strings(o.resource...),
+				Resources: jsii.Strings(res...),
 			}))
 		}
 	}

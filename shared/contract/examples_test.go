@@ -66,7 +66,10 @@ func examples() map[string]any {
 			Collections: []string{"carts", "orders", "returns"}},
 		"release-intent-answer.json": contract.ReleaseIntentAnswer{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 2), Status: contract.IntentRecorded, RecordedAtUnixMs: 1764400200000},
 		"lineage-confirmation.json":  contract.LineageConfirmation{SchemaVersion: 1, Collection: "orders", Incarnation: 2, HeadVersion: 8, HeadChecksum: rootSum, AbandonedRoots: []string{contract.ManifestKey("orders", 2, 9, contract.Checksum([]byte("root v9"))), contract.ManifestKey("orders", 2, 10, contract.Checksum([]byte("root v10")))}, AbandonedHeadVersion: 10, AbandonedHeadChecksum: contract.Checksum([]byte("root v10")), ConfirmedBy: "ops@example.com", ConfirmedAtUnixMs: 1764400300000, Reason: "restored v8 after a bad bulk load"},
-		"watermark.json":             contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
+		"retire-request.json":        contract.NewRetireRequest(contract.Head{Collection: "orders", Incarnation: 2, Version: 9, ManifestChecksum: rootSum}),
+		"retire-answer.json": contract.RetireAnswer{SchemaVersion: 1, RequestID: contract.RetireRequestID("orders", 2, 9, rootSum), Status: contract.RetireConflict, HeadIncarnation: 3, HeadVersion: 1,
+			Reason: "head names incarnation 3 v1, the request retires incarnation 2 v9"},
+		"watermark.json": contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
 	}
 }
 
@@ -106,6 +109,10 @@ func decode(name string, b []byte) error {
 	case "manifest-change-part.json":
 		var p contract.ChangePart
 		err = contract.Decode("change part", name, b, &p)
+	case "retire-request.json":
+		_, err = contract.DecodeRetireRequest(name, b)
+	case "retire-answer.json":
+		_, err = contract.DecodeRetireAnswer(name, b)
 	case "lineage-confirmation.json":
 		_, err = contract.DecodeLineageConfirmation(name, b)
 	}

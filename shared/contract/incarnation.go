@@ -18,8 +18,10 @@ import "fmt"
 //     and data segments. Keys of two lifetimes therefore never coincide, so
 //     a delete aimed at an old lifetime (a late task, a retried batch)
 //     cannot remove an object of a new one. The head key is the one key all
-//     lifetimes share: only the tombstone cleanup deletes it, and only while
-//     it still names the dropped incarnation (guard.IncarnationFence).
+//     lifetimes share: only the publisher removes it, when the tombstone
+//     cleanup asks it to retire exactly the head it read of the dropped
+//     incarnation (RetireRequest; guard.IncarnationFence on the asking side,
+//     a conditional delete on the head's ETag on the publisher's).
 //
 // An absent (zero) incarnation means 1: documents written before
 // incarnations existed are the first lifetime of their name, and their keys

@@ -11,8 +11,16 @@ type Route struct {
 
 // PublisherRoutes are the Manifest Publisher operations the coordinator calls.
 var PublisherRoutes = []Route{
-	{"POST", "/cutover"},
+	PublisherCutover,
+	PublisherRetire,
 }
+
+// The publisher's routes: cutover candidates (the handoff) and the
+// retirement of a dropped incarnation's head (the tombstone cleanup).
+var (
+	PublisherCutover = Route{"POST", "/cutover"}
+	PublisherRetire  = Route{"POST", "/retire"}
+)
 
 // CCSRoutes are the Catalog Control Service operations the coordinator calls.
 var CCSRoutes = []Route{

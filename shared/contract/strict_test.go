@@ -32,6 +32,8 @@ var documents = map[string]struct {
 	"Completion":           {"completion-rewrite.json", func() validator { return &Completion{} }},
 	"CutoverRequest":       {"cutover-request.json", func() validator { return &CutoverRequest{} }},
 	"CutoverAnswer":        {"cutover-answer.json", func() validator { return &CutoverAnswer{} }},
+	"RetireRequest":        {"retire-request.json", func() validator { return &RetireRequest{} }},
+	"RetireAnswer":         {"retire-answer.json", func() validator { return &RetireAnswer{} }},
 	"CollectionFacts":      {"ccs-facts.json", func() validator { return &CollectionFacts{} }},
 	"NamespaceFacts":       {"ccs-namespace-facts.json", func() validator { return &NamespaceFacts{} }},
 	"ReleaseIntentRequest": {"release-intent-request.json", func() validator { return &ReleaseIntentRequest{} }},

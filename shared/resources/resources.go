@@ -126,6 +126,10 @@ type Function struct {
 	Timeout     time.Duration
 	MemoryMB    int
 	Env         []string // names of the Env* variables it reads
+	// PublisherRoutes are the Manifest Publisher routes it calls (its Env
+	// names the publisher endpoint): the deployment grants it exactly
+	// these. The handoff submits cutovers, GC retires dropped heads.
+	PublisherRoutes []contract.Route
 }
 
 // Definition is the whole product's resource set.
@@ -156,9 +160,11 @@ func For(prefix string, p policy.Policy) Definition {
 		{Name: FnCompaction, Description: "leases and runs version-fenced compaction", Timeout: t.CompactionTimeout.D(), MemoryMB: 1024,
 			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
 		{Name: FnGC, Description: "re-checks the delete predicate and deletes in paced batches", Timeout: t.GCTimeout.D(), MemoryMB: 512,
-			Env: []string{EnvBucket, EnvTable, EnvGCQueue, EnvHandoffQueue, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
+			Env:             []string{EnvBucket, EnvTable, EnvGCQueue, EnvHandoffQueue, EnvPublisherEndpoint, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment},
+			PublisherRoutes: []contract.Route{contract.PublisherRetire}},
 		{Name: FnHandoff, Description: "hands results to the publisher and release intents to CCS", Timeout: t.HandoffTimeout.D(), MemoryMB: 256,
-			Env: []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
+			Env:             []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment},
+			PublisherRoutes: []contract.Route{contract.PublisherCutover}},
 	}
 	timeout := map[string]time.Duration{}
 	for _, f := range fns {

@@ -91,6 +91,23 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 	return contract.DecodeCutoverAnswer("cutover answer", b)
 }
 
+// Retire asks the publisher to retire a dropped incarnation's head (the
+// publisher removes it only while it is the head the request names).
+func (p *Publisher) Retire(ctx context.Context, req contract.RetireRequest) (contract.RetireAnswer, error) {
+	b, err := p.c.do(ctx, http.MethodPost, "/retire", req, true)
+	if err != nil {
+		return contract.RetireAnswer{}, err
+	}
+	a, err := contract.DecodeRetireAnswer("retire answer", b)
+	if err != nil {
+		return a, err
+	}
+	if a.RequestID != req.RequestID {
+		return a, fmt.Errorf("retire answer names request %q, sent %q: %w", a.RequestID, req.RequestID, ErrRefused)
+	}
+	return a, nil
+}
+
 // CCS is the Catalog Control Service's client.
 type CCS struct{ c *Client }
 

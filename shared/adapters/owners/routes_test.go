@@ -29,6 +29,7 @@ func TestClientsCallOnlyTheContractRoutes(t *testing.T) {
 	pub := owners.NewPublisher(owners.New(srv.URL+"/pub", time.Second))
 	ccs := owners.NewCCS(owners.New(srv.URL+"/ccs", time.Second))
 	_, _ = pub.Cutover(ctx, contract.CutoverRequest{})
+	_, _ = pub.Retire(ctx, contract.RetireRequest{})
 	_, _ = ccs.Facts(ctx, "c1")
 	_, _ = ccs.Collections(ctx)
 	_, _ = ccs.RecordReleaseIntent(ctx, contract.ReleaseIntentRequest{})
@@ -43,7 +44,7 @@ func TestClientsCallOnlyTheContractRoutes(t *testing.T) {
 		}
 		return false
 	}
-	if len(seen) != 4 {
+	if len(seen) != 5 {
 		t.Fatalf("calls %v", seen)
 	}
 	for call := range seen {

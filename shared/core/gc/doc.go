@@ -80,10 +80,16 @@
 // head), the control artifacts CCS names, and last the head pointer —
 // once the drop (CCS tombstoned_at, else the reservation horizon) is a
 // token lifetime old and behind the watermark by the retention window.
-// Why the head may go here and nowhere else: it is the one key all
-// lifetimes of a name share, and the release (after which the name can be
-// re-created) waits for it; it is deleted only while it still names the
-// dropped incarnation, re-read right before (guard.IncarnationFence).
+// The head is not the coordinator's to delete: only the Manifest Publisher
+// moves a head, so the cleanup asks it to retire the head (HeadRetirer,
+// POST /retire), naming exactly the head it re-read, and only while that
+// head names the dropped incarnation (guard.IncarnationFence). The
+// publisher removes it with a conditional delete on the head's ETag, so a
+// head written after the cleanup's read (a re-created name, which shares
+// the key) is never removed: the race between read and removal is closed
+// by the owner at the moment of effect (SYSTEM rule 1), not by the
+// coordinator's re-read. The release (after which the name can be
+// re-created) waits for the retirement.
 // The release dependency graph is then evaluated (objects, manifests,
 // control artifacts, reservation horizon: guard.ReleaseHorizon, CCS
 // preconditions); when all hold the completion goes to the handoff once

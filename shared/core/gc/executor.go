@@ -52,9 +52,11 @@ type Executor struct {
 	ports Ports
 	cfg   Config
 	// beforeHeadDelete runs when a tombstone cleanup reaches its head
-	// phase, before the head is re-read (tests delay the delete across a
-	// re-creation there).
+	// phase, before the head is re-read (tests delay the retirement across
+	// a re-creation there); beforeHeadRetire runs after that read, right
+	// before the publisher is asked to retire what it read.
 	beforeHeadDelete func()
+	beforeHeadRetire func()
 	lin              Lineage
 	pacer            *Pacer
 	now              func() time.Time
@@ -76,9 +78,14 @@ func New(ports Ports, cfg Config, pacer *Pacer, now func() time.Time, sleep Slee
 	return &Executor{ports: ports, cfg: cfg, lin: lineageOf(ports.ReadPorts, cfg), pacer: pacer, now: now, sleep: sleep, metrics: m, log: log}
 }
 
-// SetBeforeHeadDelete sets a hook run just before a tombstone cleanup
-// deletes a head pointer (tests).
+// SetBeforeHeadDelete sets a hook run when a tombstone cleanup reaches its
+// head phase, before it re-reads the head (tests).
 func (e *Executor) SetBeforeHeadDelete(fn func()) { e.beforeHeadDelete = fn }
+
+// SetBeforeHeadRetire sets a hook run between the head phase's re-read of
+// the head and its retirement request to the publisher (tests: a
+// re-creation in that window).
+func (e *Executor) SetBeforeHeadRetire(fn func()) { e.beforeHeadRetire = fn }
 
 // Plan computes what a sweep of collection would do now, reading only. Each
 // plan reads the lineage afresh (its own reader: every part it relies on,

@@ -152,7 +152,7 @@ type Ports struct {
 	// global rate holds per instance only).
 	Budget   FleetBudget
 	Progress ProgressStore // tombstone cleanup cursors (required for tombstone_cleanup tasks)
-	Heads    HeadDeleter   // deletes a dropped incarnation's head pointer
+	Heads    HeadRetirer   // the Manifest Publisher: retires a dropped incarnation's head pointer
 }
 
 // Config tunes GC.

@@ -79,9 +79,12 @@ type ProgressStore interface {
 	SaveProgress(ctx context.Context, p TombstoneProgress) error
 }
 
-// HeadDeleter deletes a collection's head pointer.
-type HeadDeleter interface {
-	Delete(ctx context.Context, key string) error
+// HeadRetirer is the Manifest Publisher's head retirement: only the
+// publisher moves (and so removes) a head. It removes the head only while
+// the head is exactly the one the request names, by a conditional delete on
+// the head's ETag (contract.RetireRequest, events/PUBLISHER.md).
+type HeadRetirer interface {
+	Retire(ctx context.Context, req contract.RetireRequest) (contract.RetireAnswer, error)
 }
 
 // TombstoneReport is what one bounded run did.
@@ -496,10 +499,16 @@ func (r *tombRun) artifacts(ctx context.Context) error {
 	return nil
 }
 
-// head deletes the head pointer, the one key every lifetime of the name
-// shares, only while it names the dropped incarnation: it is re-read right
-// before the delete, every time (guard.IncarnationFence). A head of
-// another incarnation is a new lifetime's and is never touched.
+// head has the head pointer, the one key every lifetime of the name
+// shares, retired by its owner: the Manifest Publisher (the coordinator
+// never writes or deletes a head). The head is re-read every time; only a
+// head naming the dropped incarnation is asked for (guard.IncarnationFence),
+// and the request names exactly the head read (incarnation, version,
+// manifest checksum), so the publisher's conditional delete on the head's
+// ETag fails if anything was written in between (a re-created name's first
+// head): the window between this read and the removal is closed by the
+// owner, at the moment of effect. A head of another incarnation is a new
+// lifetime's and is never asked for.
 func (r *tombRun) head(ctx context.Context) error {
 	if err := r.spend(); err != nil {
 		return err
@@ -508,34 +517,68 @@ func (r *tombRun) head(ctx context.Context) error {
 	if r.e.beforeHeadDelete != nil {
 		r.e.beforeHeadDelete()
 	}
-	if r.e.cfg.Guards.IncarnationFence {
-		h, err := r.e.lin.Head(ctx, c)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			r.p.Phase = PhaseWaiting
-			return nil
-		case err != nil && !errors.Is(err, lineage.ErrBadHead):
-			return fmt.Errorf("re-read head of %s before deleting it: %w", c, err)
-		case err != nil:
-			return fmt.Errorf("head of dropped %s is unreadable; not deleting it: %w", c, err)
-		case h.Inc() != r.p.Incarnation:
-			r.e.metrics.Add("TombstoneHeadOfOtherIncarnation", 1)
-			r.e.log.Warn("head names another incarnation; not deleting it", "collection", c, "head_incarnation", h.Inc(), "incarnation", r.p.Incarnation)
-			r.p.Phase = PhaseWaiting
-			return nil
-		}
+	h, err := r.e.lin.Head(ctx, c)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		r.p.Phase = PhaseWaiting
+		return nil
+	case err != nil && !errors.Is(err, lineage.ErrBadHead):
+		return fmt.Errorf("re-read head of %s before its retirement: %w", c, err)
+	case err != nil:
+		return fmt.Errorf("head of dropped %s is unreadable; not asking for its retirement: %w", c, err)
+	}
+	if r.e.beforeHeadRetire != nil {
+		r.e.beforeHeadRetire()
+	}
+	if r.e.cfg.Guards.IncarnationFence && h.Inc() != r.p.Incarnation {
+		r.otherIncarnation(h.Inc())
+		return nil
 	}
 	if err := r.fresh(ctx); err != nil {
 		return err
 	}
-	if err := r.e.ports.Heads.Delete(ctx, contract.HeadKey(c)); err != nil {
-		return fmt.Errorf("delete head of dropped %s: %w", c, err)
+	if r.e.ports.Heads == nil {
+		return fmt.Errorf("tombstone cleanup of %s: no publisher configured to retire its head", c)
 	}
+	req := contract.NewRetireRequest(h)
+	ans, err := r.e.ports.Heads.Retire(ctx, req)
 	r.rep.Calls++
 	r.p.DeleteCalls++
-	r.p.HeadDeleted = true
+	if err != nil {
+		// Outcome unknown (rule 6): the next run re-reads the head and
+		// sends the same request again (same id; the publisher answers
+		// from the head).
+		return fmt.Errorf("retire head of dropped %s incarnation %d v%d: %w", c, r.p.Incarnation, h.Version, err)
+	}
+	switch ans.Status {
+	case contract.RetireAccepted:
+		r.e.metrics.Add("TombstoneHeadsRetired", 1)
+		r.p.HeadDeleted = true
+		r.p.Phase = PhaseWaiting
+		return nil
+	case contract.RetireConflict:
+		if contract.Lifetime(ans.HeadIncarnation) != r.p.Incarnation {
+			r.otherIncarnation(contract.Lifetime(ans.HeadIncarnation))
+			return nil
+		}
+		// The dropped lineage itself moved (a late commit of the dropped
+		// incarnation): clean from the new head again.
+		r.e.log.Warn("dropped lineage moved before its head was retired; cleaning from the new head", "collection", c,
+			"incarnation", r.p.Incarnation, "read_version", h.Version, "head_version", ans.HeadVersion)
+		r.p.Phase, r.p.HeadVersion, r.p.HeadChecksum = PhaseObjects, 0, ""
+		return errBudget
+	default:
+		return fmt.Errorf("publisher refused to retire the head of dropped %s incarnation %d v%d (%s): %s: %w",
+			c, r.p.Incarnation, h.Version, ans.Status, ans.Reason, ErrUnconfirmed)
+	}
+}
+
+// otherIncarnation ends the head phase at a head of another lifetime: it is
+// not this cleanup's to retire, and this incarnation's head is gone.
+func (r *tombRun) otherIncarnation(inc uint64) {
+	r.e.metrics.Add("TombstoneHeadOfOtherIncarnation", 1)
+	r.e.log.Warn("head names another incarnation; not retiring it", "collection", r.task.Collection, "head_incarnation", inc, "incarnation", r.p.Incarnation)
 	r.p.Phase = PhaseWaiting
-	return nil
 }
 
 // spend takes one call of the run's budget.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
+	"github.com/searchfabric/bcc/shared/adapters/owners"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/gc"
 	"github.com/searchfabric/bcc/shared/guard"
@@ -42,9 +43,6 @@ func (g GCBucket) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResu
 	r, err := g.B.DeleteBatch(ctx, keys)
 	return gc.DeleteResult{Deleted: r.Deleted, Failed: r.Failed}, err
 }
-
-// Delete deletes one key (a dropped incarnation's head pointer).
-func (g GCBucket) Delete(ctx context.Context, key string) error { return g.B.Delete(ctx, key) }
 
 // GCReadPorts are the read-only ports (plans, the CLI).
 func GCReadPorts(c Config, cl Clients) gc.ReadPorts {
@@ -85,8 +83,18 @@ func GCPorts(c Config, cl Clients) gc.Ports {
 		Budget: awsio.NewTokenBucket(cl.Dynamo, c.Table, GCDeleteBudget, c.Policy.GC.GlobalDeletesPerSec,
 			max(c.Policy.GC.GlobalDeletesPerSec, float64(c.Policy.GC.BatchSize)), fmt.Sprintf("gc-%016x", rand.Uint64())),
 		Progress: awsio.NewProgressTable(cl.Dynamo, c.Table),
-		Heads:    data,
+		Heads:    headRetirer(c, cl),
 	}
+}
+
+// headRetirer is the publisher's head retirement (POST /retire, signed as
+// the GC function signs it): the tombstone cleanup's last step. Without a
+// publisher endpoint the head phase fails (nothing is deleted blindly).
+func headRetirer(c Config, cl Clients) gc.HeadRetirer {
+	if c.PublisherEndpoint == "" {
+		return nil
+	}
+	return owners.NewPublisher(c.owner(c.PublisherEndpoint, cl))
 }
 
 // GCDeleteBudget names the fleet-wide GC delete budget's item.

@@ -159,6 +159,7 @@ type World struct {
 	ddb      *memaws.Dynamo
 	sqs      *memaws.SQS
 	bucket   *awsio.Bucket        // the data bucket
+	retiring int                  // >0 while the publisher serves a head retirement (invariant head-owner)
 	peek     peekObjects          // the data bucket without faults or hooks (invariant checks)
 	state    *awsio.ObservedTable // the coordinator table's observed state
 	progress *awsio.ProgressTable // tombstone cleanup cursors
@@ -667,6 +668,11 @@ func (w *World) onDelete(key string) {
 		return
 	}
 	c, ok := collectionOf(key)
+	if ok && key == contract.HeadKey(c) && w.retiring == 0 && w.top() != nil {
+		// head-owner: only the Manifest Publisher removes a head (a
+		// retirement the tombstone cleanup asked for); no function does.
+		w.violate("head-owner", "head of %s deleted by %s, not by the publisher's retirement", c, w.top().name)
+	}
 	col := w.cols[c]
 	if !ok || col == nil {
 		return

@@ -116,9 +116,11 @@ func (p *Publisher) CheckOutputs(ctx context.Context, added []contract.ObjectEnt
 	return nil
 }
 
-// Handler serves POST /cutover with the contract's JSON documents.
+// Handler serves POST /cutover and POST /retire (retire.go) with the
+// contract's JSON documents.
 func (p *Publisher) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /retire", p.serveRetire)
 	mux.HandleFunc("POST /cutover", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 		if err != nil {

@@ -127,6 +127,29 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 			DimensionsMap: c.dims(resources.FnObserver), Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Hours(jsii.Number(1))}),
 		float64(TombstoneAgeAlarmThreshold.Milliseconds()))
 
+	// Some collection's due work of some class (compaction, transition,
+	// retention reclaim, GC, tombstone cleanup) has waited longer than the
+	// scheduling policy's bound: reconciliation reports every due class's
+	// age per collection (OldestDueAgeMs, by Kind and on Function alone);
+	// the Maximum is the oldest of any class.
+	dueAge := awscloudwatch.NewAlarm(c.Stack, jsii.String("OldestDueAgeAlarm"), &awscloudwatch.AlarmProps{
+		AlarmName: jsii.String(p + "-oldest-due-age"),
+		AlarmDescription: jsii.String(fmt.Sprintf("the oldest due item of some task class has waited more than %s (see the OldestDueAgeMs series by Kind, bcc status and the worker logs: "+
+			"workers failing or throttled, a budget too small for the debt, a result dropped over and over)", DueAgeAlarmThreshold)),
+		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(metrics.Namespace), MetricName: jsii.String("OldestDueAgeMs"),
+			DimensionsMap: c.dims(resources.FnObserver), Statistic: jsii.String("Maximum"), Period: five}),
+		Threshold:          jsii.Number(float64(DueAgeAlarmThreshold.Milliseconds())),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		EvaluationPeriods:  jsii.Number(3),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	if c.AlarmTopic != nil {
+		action := awscloudwatchactions.NewSnsAction(c.AlarmTopic)
+		dueAge.AddAlarmAction(action)
+		dueAge.AddOkAction(action)
+	}
+	alarms = append(alarms, dueAge)
+
 	reconcileFailures := awscloudwatch.NewAlarm(c.Stack, jsii.String("ReconcileFailuresAlarm"), &awscloudwatch.AlarmProps{
 		AlarmName: jsii.String(p + "-reconcile-failures"),
 		AlarmDescription: jsii.String(fmt.Sprintf("reconciliation of some collection failed in %d consecutive 5-minute periods (unreadable head or manifest, CCS facts unavailable): "+
@@ -164,6 +187,16 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(fmt.Sprintf(`SEARCH('Namespace="%s" %s="%s" MetricName="%s"', '%s', 300)`,
 				metrics.Namespace, metrics.DimDeployment, p, name, searchStat(name))),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{},
+			Label:        jsii.String(name),
+			Period:       five,
+		})
+	}
+	// A metric with a Kind dimension: one series per task class.
+	searchKind := func(name string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s,%s,%s,%s} %s="%s" MetricName="%s"', '%s', 300)`,
+				metrics.Namespace, metrics.DimDeployment, metrics.DimFunction, DimKind, metrics.DimDeployment, p, name, searchStat(name))),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{},
 			Label:        jsii.String(name),
 			Period:       five,
@@ -261,6 +294,9 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		for _, name := range sig.EMF {
 			ms = append(ms, search(name))
 		}
+		for _, name := range sig.Kind {
+			ms = append(ms, searchKind(name))
+		}
 		row = append(row, graph("§10 "+sig.Name, ms))
 		if len(row) == 3 || i == len(Section10Signals)-1 {
 			dash.AddWidgets(row...)
@@ -271,6 +307,10 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 		coordGraph("Reconciliation: collections reconciled, failed, unchanged; requests fanned out", "CollectionsReconciled", "ReconcileFailures", "ReconcileHeadsUnchanged", "ReconcileRequestsSent"),
 	)
 }
+
+// DimKind is the task class dimension of the coordinator's per-class
+// metrics (contract.TaskKind values).
+const DimKind = "Kind"
 
 // searchStat is the statistic a coordinator metric is shown with: the
 // maximum of a duration (EMF value arrays in ms, named ...Ms), else the sum.

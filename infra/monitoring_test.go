@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,7 +104,14 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 			check(t, "no topic", func() { s.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0)) })
 		}
 		check(t, "alarm count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+5)))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+6)))
+		})
+		check(t, "oldest due item of any class alarm (seed §10)", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
+				"Namespace", "BCC", "MetricName", "OldestDueAgeMs", "Statistic", "Maximum",
+				"Dimensions", assertions.Match_ArrayWith(&[]any{m("Name", "Deployment", "Value", d.Prefix), m("Name", "Function", "Value", "observer")}),
+				"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(DueAgeAlarmThreshold.Milliseconds()), "EvaluationPeriods", float64(3), "AlarmActions", actions,
+			))
 		})
 		check(t, "oldest tombstone age alarm", func() {
 			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
@@ -199,6 +207,15 @@ func TestEveryCoordinatorMetricAndAlarmSelectsItsDeployment(t *testing.T) {
 // product emits (its name appears in a metrics call under shared/).
 func TestEverySection10SignalHasAWidget(t *testing.T) {
 	emitted := emittedMetrics(t)
+	emittedKind := emittedWith(t, `\.(?:AddDim|DurationDim)\("([A-Za-z]+)", "Kind"`)
+	// The signals §10 gives a task class: each is shown per Kind.
+	for _, name := range []string{"queue depth by task class", "age of the oldest due item per class", "stale-head task invalidation rate",
+		"lease timeout and reassignment rate", "publish conflicts and rebuilds of rewrite tasks"} {
+		i := slices.IndexFunc(Section10Signals, func(s Signal) bool { return s.Name == name })
+		if i < 0 || len(Section10Signals[i].Kind) == 0 {
+			t.Errorf("§10 signal %q has no series by Kind", name)
+		}
+	}
 	both(t, func(t *testing.T, s *synth) {
 		widgets := map[string]string{}
 		for _, w := range s.dashboard(t)["widgets"].([]any) {
@@ -224,12 +241,22 @@ func TestEverySection10SignalHasAWidget(t *testing.T) {
 					t.Errorf("signal %q names %s, which no function emits", sig.Name, name)
 				}
 			}
+			// A signal that has a Kind (task class) shows it per Kind, and
+			// the product emits it with that dimension.
+			for _, name := range sig.Kind {
+				if !regexp.MustCompile(`\{BCC,Deployment,Function,Kind\} Deployment=\\"[^\\]+\\" MetricName=\\"` + name + `\\"`).MatchString(got) {
+					t.Errorf("widget %q does not show %s per Kind: %s", sig.Name, name, got)
+				}
+				if s == def && !emittedKind[name] {
+					t.Errorf("signal %q shows %s per Kind, which no function emits with a Kind dimension", sig.Name, name)
+				}
+			}
 			for _, name := range append(append([]string{}, sig.Queue...), sig.Lambda...) {
 				if !strings.Contains(got, `"`+name+`"`) {
 					t.Errorf("widget %q lacks %s", sig.Name, name)
 				}
 			}
-			if len(sig.EMF)+len(sig.Queue)+len(sig.Lambda) == 0 {
+			if len(sig.EMF)+len(sig.Kind)+len(sig.Queue)+len(sig.Lambda) == 0 {
 				t.Errorf("signal %q shows nothing", sig.Name)
 			}
 		}
@@ -240,7 +267,13 @@ func TestEverySection10SignalHasAWidget(t *testing.T) {
 // (Add, AddDim, Duration) in the product's sources.
 func emittedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	re := regexp.MustCompile(`\.(?:Add|AddDim|Duration)\("([A-Za-z]+)"`)
+	return emittedWith(t, `\.(?:Add|AddDim|Duration|DurationDim)\("([A-Za-z]+)"`)
+}
+
+// emittedWith are the first submatches of expr in the product's sources.
+func emittedWith(t *testing.T, expr string) map[string]bool {
+	t.Helper()
+	re := regexp.MustCompile(expr)
 	out := map[string]bool{}
 	err := filepath.WalkDir("../shared", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {

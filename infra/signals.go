@@ -1,5 +1,7 @@
 package main
 
+import "time"
+
 // Signal is one of the coordinator-local observability signals of the
 // architecture note (seed 000, §10). Each gets its own dashboard widget
 // titled "§10 <Name>" showing exactly these series; TestEverySection10
@@ -7,8 +9,12 @@ package main
 type Signal struct {
 	Name string
 	// EMF are coordinator metrics (namespace BCC) shown, all dimension
-	// sets (SEARCH): Kind and Reason series appear on their own.
+	// sets (SEARCH): Reason series appear on their own.
 	EMF []string
+	// Kind are coordinator metrics emitted with a Kind (task class)
+	// dimension, shown one series per Kind (SEARCH on the schema
+	// {BCC,Deployment,Function,Kind}).
+	Kind []string
 	// Queue are SQS metrics of every task queue (by queue class: the
 	// compaction queue carries compaction and lifecycle_transition, the gc
 	// queue gc, retention_reclaim and tombstone_cleanup).
@@ -19,16 +25,25 @@ type Signal struct {
 	Alarmed string
 }
 
+// DueAgeAlarmThreshold: the oldest due item of any task class (EMF
+// OldestDueAgeMs, which reconciliation derives per Kind from the durable
+// debt) older than this for three 5-minute periods means some collection's
+// work is not being served: workers failing or throttled, a budget too
+// small for the debt, a result dropped over and over. It is the
+// scheduling policy's wait bound (README "Priority and fairness") with
+// room for one reconcile interval and one function timeout.
+const DueAgeAlarmThreshold = 2 * time.Hour
+
 // Section10Signals is the §10 list, in its order.
 var Section10Signals = []Signal{
 	{Name: "queue depth by task class", Queue: []string{"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible"},
-		EMF: []string{"TasksEnqueued", "TasksReenqueued"}, Alarmed: "DLQ depth per queue"},
-	{Name: "age of the oldest due item per class", Queue: []string{"ApproximateAgeOfOldestMessage"}, EMF: []string{"TaskWaitMs"},
-		Alarmed: "oldest message age per queue (2x visibility, at least 15 min)"},
-	{Name: "stale-head task invalidation rate", EMF: []string{"StaleTasksSkipped", "StaleResultsDropped", "ExpiredResultsDropped", "StaleFactsDropped"}},
-	{Name: "lease timeout and reassignment rate", EMF: []string{"LeaseLost", "LeaseReassigned", "DuplicateTasksSkipped"}},
-	{Name: "publish conflicts and rebuilds of rewrite tasks", EMF: []string{"CutoversAccepted", "CutoversRejected", "AmbiguousCutovers", "RejectedDeleteGain", "RejectedCoverage"}},
-	{Name: "GC deferrals by gate", EMF: []string{"GCDeferred", "GCRefused"}, Alarmed: "any GC refusal"},
+		EMF: []string{"TasksEnqueued", "TasksReenqueued"}, Kind: []string{"DueWork"}, Alarmed: "DLQ depth per queue"},
+	{Name: "age of the oldest due item per class", Queue: []string{"ApproximateAgeOfOldestMessage"}, Kind: []string{"OldestDueAgeMs", "TaskWaitMs"},
+		Alarmed: "oldest due item of any class older than DueAgeAlarmThreshold; oldest message age per queue (2x visibility, at least 15 min)"},
+	{Name: "stale-head task invalidation rate", Kind: []string{"StaleTasksSkipped", "StaleResultsDropped", "ExpiredResultsDropped", "StaleFactsDropped"}},
+	{Name: "lease timeout and reassignment rate", Kind: []string{"LeaseLost", "LeaseReassigned", "DuplicateTasksSkipped"}},
+	{Name: "publish conflicts and rebuilds of rewrite tasks", Kind: []string{"CutoversAccepted", "CutoversRejected", "AmbiguousCutovers", "RejectedDeleteGain", "RejectedCoverage", "RewritesRebuilt"}},
+	{Name: "GC deferrals by gate", EMF: []string{"GCDeferred", "GCRefused"}, Kind: []string{"GCTasksRun", "ObjectsReclaimed"}, Alarmed: "any GC refusal"},
 	{Name: "age of the oldest tombstone waiting for release", EMF: []string{"OldestTombstoneAgeMs", "ReleaseIntentsDeferred", "ReleaseIntentsRecorded", "ReleaseIntentsRejected"},
 		Alarmed: "oldest tombstone older than TombstoneAgeAlarmThreshold"},
 	{Name: "budget saturation and throttling pressure", EMF: []string{"GCBudgetSaturated", "GCDeleteRetries", "BatchRecordsDeferred"}, Lambda: []string{"Throttles"}},

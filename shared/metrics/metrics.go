@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,7 +26,7 @@ type Recorder struct {
 	deployment string
 	function   string
 	counts     map[key]float64
-	timings    map[string][]float64 // milliseconds, flushed as EMF value arrays
+	timings    map[key][]float64 // milliseconds, flushed as EMF value arrays
 }
 
 type key struct{ name, dimName, dimValue string }
@@ -38,26 +39,43 @@ func New(function string) *Recorder { return NewFor("", function) }
 // metric is declared on (Deployment, Function) [and its own dimension], so
 // dashboards and alarms select exactly their deployment's series.
 func NewFor(deployment, function string) *Recorder {
-	return &Recorder{deployment: deployment, function: function, counts: map[key]float64{}, timings: map[string][]float64{}}
+	return &Recorder{deployment: deployment, function: function, counts: map[key]float64{}, timings: map[key][]float64{}}
 }
 
 // Duration records one observation of a duration metric (e.g. how far the
 // observer lags behind a commit). CloudWatch keeps the distribution, so
 // dashboards and alarms can use p99 and max.
-func (r *Recorder) Duration(name string, d time.Duration) {
+func (r *Recorder) Duration(name string, d time.Duration) { r.duration(key{name: name}, d) }
+
+// DurationDim records one observation of a duration metric with one
+// dimension (e.g. OldestDueAgeMs by Kind): like AddDim, the line declares
+// it on the base dimensions too, so the all-values series (its Maximum:
+// the oldest of any kind) can be alarmed on.
+func (r *Recorder) DurationDim(name, dim, value string, d time.Duration) {
+	r.duration(key{name: name, dimName: dim, dimValue: value}, d)
+}
+
+func (r *Recorder) duration(k key, d time.Duration) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	r.timings[name] = append(r.timings[name], float64(d.Microseconds())/1000)
+	r.timings[k] = append(r.timings[k], float64(d.Microseconds())/1000)
 	r.mu.Unlock()
 }
 
-// Durations returns the recorded observations of name (for tests).
+// Durations returns the recorded observations of name, every dimension
+// value together (for tests).
 func (r *Recorder) Durations(name string) []float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.timings[name])
+	var out []float64
+	for _, k := range slices.SortedFunc(maps.Keys(r.timings), func(a, b key) int { return strings.Compare(a.dimValue, b.dimValue) }) {
+		if k.name == name {
+			out = append(out, r.timings[k]...)
+		}
+	}
+	return out
 }
 
 // Add adds v to name.
@@ -92,11 +110,25 @@ func (r *Recorder) Counts() map[string]float64 {
 	return out
 }
 
+// Total returns the total of name over every dimension value (what the
+// metric's series on the base dimensions shows).
+func (r *Recorder) Total(name string) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var t float64
+	for k, v := range r.counts {
+		if k.name == name {
+			t += v
+		}
+	}
+	return t
+}
+
 // Flush writes one EMF line per dimension set and resets the counters.
 func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 	r.mu.Lock()
 	counts, timings := r.counts, r.timings
-	r.counts, r.timings = map[key]float64{}, map[string][]float64{}
+	r.counts, r.timings = map[key]float64{}, map[key][]float64{}
 	r.mu.Unlock()
 	groups := map[string]map[string]any{}
 	for k, v := range counts {
@@ -106,11 +138,12 @@ func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 		}
 		groups[g][k.name] = v
 	}
-	for name, vs := range timings {
-		if groups["="] == nil {
-			groups["="] = map[string]any{}
+	for k, vs := range timings {
+		g := k.dimName + "=" + k.dimValue
+		if groups[g] == nil {
+			groups[g] = map[string]any{}
 		}
-		groups["="][name] = vs
+		groups[g][k.name] = vs
 	}
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		if err := r.writeLine(w, now, g, groups[g]); err != nil {

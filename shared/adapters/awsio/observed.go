@@ -78,12 +78,22 @@ func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (obser
 		":dd": flt(st.Debt.DeleteDensity), ":cd": boolean(st.Debt.CompactionDue), ":tb": boolean(st.Debt.TombstoneActive),
 		":exp": num(time.UnixMilli(st.ObservedAtUnixMs).Add(stateTTL).Unix()), ":id": str(st.ObservationID),
 	}
+	remove := " REMOVE compaction_due_since"
+	switch {
+	case st.Debt.CompactionDue && st.CompactionServed:
+		expr += ", compaction_due_since = :cds"
+		vals[":cds"], remove = num(st.Debt.CompactionDueSinceUnixMs), ""
+	case st.Debt.CompactionDue:
+		expr += ", compaction_due_since = if_not_exists(compaction_due_since, :cds)"
+		vals[":cds"], remove = num(st.Debt.CompactionDueSinceUnixMs), ""
+	}
 	var add []string
 	if st.Debt.GCObjects > 0 {
 		expr += ", gc_due_at = if_not_exists(gc_due_at, :due)"
 		add = append(add, "gc_objects :go", "gc_bytes :gb")
 		vals[":due"], vals[":go"], vals[":gb"] = num(st.Debt.GCDueAtUnixMs), num(st.Debt.GCObjects), num(st.Debt.GCBytes)
 	}
+	expr += remove
 	if st.RewriteClaims > 0 {
 		// The old image tells the observer whether a claim was pending.
 		add = append(add, "rewrite_claims :rc")
@@ -203,6 +213,9 @@ func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
 	if o.Debt.GCDueAtUnixMs > 0 {
 		item["gc_due_at"] = num(o.Debt.GCDueAtUnixMs)
 	}
+	if o.Debt.CompactionDueSinceUnixMs > 0 {
+		item["compaction_due_since"] = num(o.Debt.CompactionDueSinceUnixMs)
+	}
 	item["retention_objects"], item["retention_due_at"] = num(o.Debt.RetentionObjects), num(o.Debt.RetentionDueAtUnixMs)
 	if o.RewriteClaims > 0 {
 		item["rewrite_claims"], item["rewrite_taken"] = num(o.RewriteClaims), num(o.RewriteTaken)
@@ -227,7 +240,8 @@ func decodeObserved(collection string, item map[string]ddb.AttributeValue) obser
 	o.Debt = observe.Debt{
 		Objects: getN(item, "objects"), Bytes: getN(item, "bytes"), MaxFanOut: getN(item, "max_fan_out"),
 		DeleteDensity: getF(item, "delete_density"), CompactionDue: getB(item, "compaction_due"), TombstoneActive: getB(item, "tombstone"),
-		GCObjects: getN(item, "gc_objects"), GCBytes: getN(item, "gc_bytes"), GCDueAtUnixMs: getN(item, "gc_due_at"),
+		CompactionDueSinceUnixMs: getN(item, "compaction_due_since"),
+		GCObjects:                getN(item, "gc_objects"), GCBytes: getN(item, "gc_bytes"), GCDueAtUnixMs: getN(item, "gc_due_at"),
 		GCSweptAtUnixMs: getN(item, "gc_swept_at"), RetentionObjects: getN(item, "retention_objects"),
 		RetentionDueAtUnixMs: getN(item, "retention_due_at"),
 	}

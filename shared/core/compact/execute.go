@@ -152,17 +152,17 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 		return Result{}, fmt.Errorf("%w: %s (task %s)", ErrUnsupported, task.Kind, task.TaskID)
 	}
 	started := e.now()
-	e.metrics.Duration("TaskWaitMs", started.Sub(time.UnixMilli(task.EnqueuedAtUnixMs)))
+	e.metrics.DurationDim("TaskWaitMs", "Kind", string(task.Kind), started.Sub(time.UnixMilli(task.EnqueuedAtUnixMs)))
 	if e.rewrites != nil {
 		task = e.takeRewrite(ctx, task, started)
 	}
 	ls, err := e.leases.Acquire(ctx, task, holder, started, e.cfg.LeaseDuration)
 	switch {
 	case errors.Is(err, lease.ErrDone):
-		e.metrics.Add("DuplicateTasksSkipped", 1)
+		e.metrics.AddDim("DuplicateTasksSkipped", "Kind", string(task.Kind), 1)
 		return Result{Outcome: OutcomeDone, Reason: err.Error(), Lease: ls}, nil
 	case errors.Is(err, lease.ErrHeld):
-		e.metrics.Add("DuplicateTasksSkipped", 1)
+		e.metrics.AddDim("DuplicateTasksSkipped", "Kind", string(task.Kind), 1)
 		e.log.Info("task leased by another holder; skipping", "task", task.TaskID, "reason", err)
 		return Result{Outcome: OutcomeDuplicate, Reason: err.Error(), Lease: ls}, nil
 	case err != nil:
@@ -189,7 +189,7 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 	ls = keep.Lease()
 	switch {
 	case errors.Is(err, lease.ErrLost):
-		e.metrics.Add("LeaseLost", 1)
+		e.metrics.AddDim("LeaseLost", "Kind", string(task.Kind), 1)
 		e.log.Warn("lease lost; stopping without reporting", "task", task.TaskID, "epoch", ls.LeaseEpoch, "err", err)
 		res.Outcome, res.Reason = OutcomeLeaseLost, err.Error()
 		return res, nil
@@ -202,15 +202,15 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 		// A task already stale when it starts costs one head read; a result
 		// that went stale while merging was real work thrown away.
 		if res.Job == nil {
-			e.metrics.Add("StaleTasksSkipped", 1)
+			e.metrics.AddDim("StaleTasksSkipped", "Kind", string(task.Kind), 1)
 		} else {
-			e.metrics.Add("StaleResultsDropped", 1)
+			e.metrics.AddDim("StaleResultsDropped", "Kind", string(task.Kind), 1)
 		}
 		e.log.Info("stale task dropped", "task", task.TaskID, "reason", res.Reason)
 	}
 	if err := e.leases.Complete(ctx, ls, e.now()); err != nil {
 		if errors.Is(err, lease.ErrLost) {
-			e.metrics.Add("LeaseLost", 1)
+			e.metrics.AddDim("LeaseLost", "Kind", string(task.Kind), 1)
 		}
 		// Finishing is bookkeeping only: a duplicate is harmless.
 		e.log.Warn("mark task done failed", "task", task.TaskID, "err", err)

@@ -220,7 +220,7 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 	reqID := contract.CutoverRequestID(c.TaskID, *c.Coverage)
 	res := Result{RequestID: reqID}
 	if age := h.now().Sub(time.UnixMilli(c.StartedAtUnixMs)); age > h.cfg.MaxTaskLifetime {
-		h.metrics.Add("ExpiredResultsDropped", 1)
+		h.metrics.AddDim("ExpiredResultsDropped", "Kind", string(c.Kind), 1)
 		res.Outcome, res.Reason = OutcomeExpired, fmt.Sprintf("task started %s ago, over the %s lifetime", age.Round(time.Millisecond), h.cfg.MaxTaskLifetime)
 		h.log.Warn("result dropped: task lifetime exceeded", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 		return res, nil
@@ -252,7 +252,7 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 		if !errors.Is(err, store.ErrAmbiguous) {
 			return res, fmt.Errorf("submit cutover %s of %s: %w", reqID, c.TaskID, err)
 		}
-		h.metrics.Add("AmbiguousCutovers", 1)
+		h.metrics.AddDim("AmbiguousCutovers", "Kind", string(c.Kind), 1)
 		if !h.cfg.Guards.AmbiguousReread {
 			return h.naiveAmbiguous(ctx, c, res, err)
 		}
@@ -431,26 +431,26 @@ func (h *Handoff) answered(c contract.Completion, res Result, ans contract.Cutov
 func (h *Handoff) finish(c contract.Completion, res Result) Result {
 	switch res.Outcome {
 	case OutcomeAccepted:
-		h.metrics.Add("CutoversAccepted", 1)
+		h.metrics.AddDim("CutoversAccepted", "Kind", string(c.Kind), 1)
 		h.log.Info("cutover accepted", "task", c.TaskID, "collection", c.Collection, "base", c.BaseManifestVersion, "version", res.Version, "request", res.RequestID, "reason", res.Reason)
 	case OutcomeStale:
-		h.metrics.Add("StaleResultsDropped", 1)
+		h.metrics.AddDim("StaleResultsDropped", "Kind", string(c.Kind), 1)
 		h.log.Info("stale result dropped; outputs left for never-committed reclaim", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeRejectedDelete:
-		h.metrics.Add("RejectedDeleteGain", 1)
+		h.metrics.AddDim("RejectedDeleteGain", "Kind", string(c.Kind), 1)
 		h.log.Warn("result rejected: inputs gained deletes since its base", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeRejectedCoverage:
-		h.metrics.Add("RejectedCoverage", 1)
+		h.metrics.AddDim("RejectedCoverage", "Kind", string(c.Kind), 1)
 		h.log.Error("result rejected: its coverage does not apply to its base; nothing submitted", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeExpired:
-		h.metrics.Add("ExpiredResultsDropped", 1)
+		h.metrics.AddDim("ExpiredResultsDropped", "Kind", string(c.Kind), 1)
 		h.log.Warn("result dropped: the publisher did not apply it before not_after", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeFactsChanged:
-		h.metrics.Add("StaleFactsDropped", 1)
+		h.metrics.AddDim("StaleFactsDropped", "Kind", string(c.Kind), 1)
 		h.log.Info("result dropped: the CCS facts its task kind depends on changed; fresh work comes from current facts", "task", c.TaskID,
 			"kind", c.Kind, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeRejected:
-		h.metrics.Add("CutoversRejected", 1)
+		h.metrics.AddDim("CutoversRejected", "Kind", string(c.Kind), 1)
 		h.log.Error("cutover rejected by the publisher", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 	}
 	return res
@@ -461,7 +461,7 @@ func (h *Handoff) finish(c contract.Completion, res Result) Result {
 // outputs are cleaned up. When the publisher did apply the request, the
 // committed head now references deleted objects. Never used with guard.All().
 func (h *Handoff) naiveAmbiguous(ctx context.Context, c contract.Completion, res Result, cause error) (Result, error) {
-	h.metrics.Add("StaleResultsDropped", 1)
+	h.metrics.AddDim("StaleResultsDropped", "Kind", string(c.Kind), 1)
 	res.Outcome, res.Reason = OutcomeFailedAmbiguous, "cutover failed: "+cause.Error()
 	if h.reclaim != nil {
 		keys := make([]string, 0, len(c.Coverage.Added))

@@ -197,7 +197,7 @@ func TestCoverageMustApplyToBase(t *testing.T) {
 			if err != nil || res.Outcome != OutcomeRejectedCoverage || !strings.Contains(res.Reason, tc.wantR) {
 				t.Fatalf("%s %q %v, want %s (%s)", res.Outcome, res.Reason, err, OutcomeRejectedCoverage, tc.wantR)
 			}
-			if pub.calls != 0 || m.Counts()["RejectedCoverage"] != 1 {
+			if pub.calls != 0 || m.Total("RejectedCoverage") != 1 {
 				t.Fatalf("publisher called %d times, metrics %v", pub.calls, m.Counts())
 			}
 		})
@@ -219,7 +219,7 @@ func TestDuplicateCompletionIsHarmless(t *testing.T) {
 	if pub.calls != 1 || lin.head() != 6 {
 		t.Fatalf("publisher called %d times, head v%d", pub.calls, lin.head())
 	}
-	if m.Counts()["CutoversAccepted"] != 2 {
+	if m.Total("CutoversAccepted") != 2 {
 		t.Fatal(m.Counts())
 	}
 }
@@ -374,7 +374,7 @@ func TestFactsCheckedPerKind(t *testing.T) {
 				if want := !tc.stale || !g.HandoffFacts; handedOff != want {
 					t.Fatalf("handed off = %v (outcome %s: %s), want %v", handedOff, res.Outcome, res.Reason, want)
 				}
-				if tc.stale && g.HandoffFacts && (res.Outcome != OutcomeFactsChanged || m.Counts()["StaleFactsDropped"] != 1) {
+				if tc.stale && g.HandoffFacts && (res.Outcome != OutcomeFactsChanged || m.Total("StaleFactsDropped") != 1) {
 					t.Fatalf("outcome %s (%s), metrics %v", res.Outcome, res.Reason, m.Counts())
 				}
 			})

@@ -84,20 +84,28 @@ type Observed struct {
 	// observation time alone cannot tell it from another observation of
 	// the same head within the same millisecond (a duplicate event).
 	ObservationID string
+	// CompactionServed: this head is a rewrite's cutover, so a compaction
+	// still due restarts its due clock (Advance sets, not keeps, it).
+	CompactionServed bool
 }
 
 // Debt is the background debt derived from a root: compaction from the
 // summary, GC from what commits removed (accumulated until GC clears it).
 type Debt struct {
-	Objects         int64
-	Bytes           int64
-	MaxFanOut       int64 // most objects in one level below the deepest
-	DeleteDensity   float64
-	CompactionDue   bool
-	GCObjects       int64 // objects removed by commits since GC last cleared the debt
-	GCBytes         int64
-	GCDueAtUnixMs   int64 // earliest time any of that debt may become deletable
-	GCSweptAtUnixMs int64 // when a GC sweep last finished (written by GC)
+	Objects       int64
+	Bytes         int64
+	MaxFanOut     int64 // most objects in one level below the deepest
+	DeleteDensity float64
+	CompactionDue bool
+	// CompactionDueSinceUnixMs is when compaction became due and was not
+	// served since (0: not due): kept across heads while it stays due,
+	// restarted by a rewrite's cutover (the class was served). The age of
+	// the oldest due compaction (signal OldestDueAgeMs) comes from it.
+	CompactionDueSinceUnixMs int64
+	GCObjects                int64 // objects removed by commits since GC last cleared the debt
+	GCBytes                  int64
+	GCDueAtUnixMs            int64 // earliest time any of that debt may become deletable
+	GCSweptAtUnixMs          int64 // when a GC sweep last finished (written by GC)
 	// RetentionObjects are dereferenced objects the last GC sweep found
 	// held by lifecycle retention alone (every other delete gate passed);
 	// RetentionDueAtUnixMs is when the first of them becomes due (0:
@@ -264,6 +272,10 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 		Collection: collection, Incarnation: head.Inc(), Version: head.Version, Checksum: head.ManifestChecksum, CommitTsUnixMs: root.CommitTsUnixMs,
 		ObservedAtUnixMs: now.UnixMilli(), FactsVersion: facts.FactsVersion, ObservationID: o.ids.next(),
 		Debt: o.debt(root, facts, now),
+	}
+	if st.Debt.CompactionDue {
+		st.Debt.CompactionDueSinceUnixMs = st.ObservedAtUnixMs
+		st.CompactionServed = root.Origin.Kind == contract.OriginCutover
 	}
 	tasks := o.tasks(head, st, now)
 	if o.cfg.CoalesceRewrites && slices.ContainsFunc(tasks, func(t contract.Task) bool { return t.Kind.Rewrites() }) {

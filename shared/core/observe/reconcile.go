@@ -165,9 +165,16 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 		o.metrics.Add("ReconcileFailures", 1)
 		return rep, fmt.Errorf("reconcile %s: read observed state: %w", collection, err)
 	}
+	nowMs := o.now().UnixMilli()
+	for _, d := range DueClasses(o.cfg, cur, res, nowMs) {
+		o.signalDue(d, nowMs)
+	}
 	var tasks []contract.Task
-	for _, d := range PlanReconcile(o.cfg, cur, res, o.now().UnixMilli()) {
+	for _, d := range PlanReconcile(o.cfg, cur, res, nowMs) {
 		tasks = append(tasks, d.Task)
+		if d.Rebuild {
+			o.metrics.AddDim("RewritesRebuilt", "Kind", string(d.Task.Kind), 1)
+		}
 	}
 	if len(tasks) > 0 {
 		if err := o.queue.Enqueue(ctx, tasks); err != nil {
@@ -188,10 +195,72 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 	return rep, nil
 }
 
+// ClassDue is one class of work a collection owes, due since SinceUnixMs.
+type ClassDue struct {
+	Kind        contract.TaskKind `json:"kind"`
+	SinceUnixMs int64             `json:"since_unix_ms"`
+}
+
+// DueClasses is the work one collection owes at nowMs, per task class, and
+// since when (a pure function of the recorded state cur, the fresh
+// observation res, the configuration and now). It is what the per-class
+// signals are derived from: SQS cannot say how many messages of one kind
+// a shared queue holds, but every collection is reconciled once per pass,
+// so summing DueWork by Kind over a pass is each class's depth and the
+// maximum OldestDueAgeMs by Kind the age of its oldest due item.
+//
+//   - compaction: due since it became due without a cutover serving it;
+//   - lifecycle_transition: since the first part of another tier came due;
+//   - retention_reclaim: since the recorded retention window came due;
+//   - gc: since the recorded GC debt came due.
+//
+// A paused or tombstoned collection owes none of these (a tombstone's
+// cleanup is signalled by reconcileTombstone).
+func DueClasses(cfg Config, cur Observed, res Result, nowMs int64) []ClassDue {
+	collection := res.Collection
+	if collection == "" {
+		collection = cur.Collection
+	}
+	if cur.Version == 0 || cfg.Paused.Contains(collection) || cur.Debt.TombstoneActive || res.Debt.TombstoneActive {
+		return nil
+	}
+	var out []ClassDue
+	transition := res.Debt.TransitionDue && res.Version == cur.Version
+	if transition {
+		out = append(out, ClassDue{Kind: contract.KindLifecycleTransition, SinceUnixMs: res.Debt.TransitionDueAtUnixMs})
+	}
+	if cur.Debt.CompactionDue && !transition {
+		since := cur.Debt.CompactionDueSinceUnixMs
+		if since == 0 {
+			since = cur.ObservedAtUnixMs
+		}
+		out = append(out, ClassDue{Kind: contract.KindCompaction, SinceUnixMs: since})
+	}
+	if cur.Debt.RetentionObjects > 0 && cur.Debt.RetentionDueAtUnixMs > 0 && cur.Debt.RetentionDueAtUnixMs <= nowMs {
+		out = append(out, ClassDue{Kind: contract.KindRetentionReclaim, SinceUnixMs: cur.Debt.RetentionDueAtUnixMs})
+	}
+	if cur.Debt.GCObjects > 0 && cur.Debt.GCDueAtUnixMs > 0 && cur.Debt.GCDueAtUnixMs <= nowMs {
+		out = append(out, ClassDue{Kind: contract.KindGC, SinceUnixMs: cur.Debt.GCDueAtUnixMs})
+	}
+	return out
+}
+
+// signalDue emits one collection's due class: DueWork (summed over a
+// reconcile pass: the class's depth) and OldestDueAgeMs (its maximum over
+// a pass: the age of the class's oldest due item), both by Kind.
+func (o *Observer) signalDue(d ClassDue, nowMs int64) {
+	o.metrics.AddDim("DueWork", "Kind", string(d.Kind), 1)
+	o.metrics.DurationDim("OldestDueAgeMs", "Kind", string(d.Kind), time.Duration(max(nowMs-d.SinceUnixMs, 0))*time.Millisecond)
+}
+
 // Due is one task reconciliation enqueues, and why.
 type Due struct {
 	Task   contract.Task `json:"task"`
 	Reason string        `json:"reason"`
+	// Rebuild: a rewrite still due a whole sweep interval after its head
+	// was observed (its task's result was dropped, rejected or lost) is
+	// rebuilt under a fresh identity (signal RewritesRebuilt by Kind).
+	Rebuild bool `json:"rebuild,omitempty"`
 }
 
 // PlanReconcile is the reconciliation rule, a pure function: given the
@@ -215,8 +284,10 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 		return nil
 	}
 	var due []Due
+	rebuild := false
 	add := func(t contract.Task, format string, args ...any) {
-		due = append(due, Due{Task: t, Reason: fmt.Sprintf(format, args...)})
+		due = append(due, Due{Task: t, Reason: fmt.Sprintf(format, args...), Rebuild: rebuild})
+		rebuild = false
 	}
 	// The facts just read are fresher than the recorded state's: a
 	// tombstone set by CCS without a new head is only seen here.
@@ -242,6 +313,7 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 			slices.ContainsFunc(res.Tasks, func(t contract.Task) bool { return t.Kind == contract.KindLifecycleTransition })
 		transition = true
 		if !byObserver || stale {
+			rebuild = byObserver
 			add(contract.NewSweepTask(contract.KindLifecycleTransition, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation),
 				"lifecycle transition due since %d (enqueued by the observer: %v; observed a sweep interval ago: %v)", res.Debt.TransitionDueAtUnixMs, byObserver, stale)
 		}
@@ -258,6 +330,7 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 			// minute still collapse).
 			t = contract.NewSweepTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation)
 			why = "compaction still due a sweep interval after head v%d was observed: retried under a fresh identity"
+			rebuild = true
 		}
 		add(t, why, cur.Version)
 	}
@@ -362,6 +435,14 @@ func (o *Observer) reconcileTombstone(ctx context.Context, facts contract.Collec
 		// Seed §10: the age of the oldest tombstone waiting for release
 		// (CloudWatch's Maximum over a period is the oldest one).
 		o.metrics.Duration("OldestTombstoneAgeMs", o.now().Sub(time.UnixMilli(dropped)))
+		// Its cleanup is due (can finish) once the drop is a token
+		// lifetime old and behind the watermark by the retention window,
+		// and the reservation horizon passed: waiting for those is not
+		// owed work.
+		due := max(saturatingAdd(dropped, (o.cfg.TokenLifetime+o.cfg.RetentionWindow).Milliseconds()), facts.ReservationHorizonUnixMs)
+		if nowMs := o.now().UnixMilli(); due <= nowMs {
+			o.signalDue(ClassDue{Kind: contract.KindTombstoneCleanup, SinceUnixMs: due}, nowMs)
+		}
 	}
 	var version uint64
 	var checksum string

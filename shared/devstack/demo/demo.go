@@ -91,7 +91,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		resources.FnObserver:   sum.Metrics["observer.HeadsObserved"],
 		resources.FnCompaction: sum.Metrics["compaction.CompactionsRun"] + sum.Metrics["compaction.LifecycleTransitions"],
 		resources.FnGC:         float64(sum.Invocations[resources.FnGC]),
-		resources.FnHandoff:    sum.Metrics["handoff.CutoversAccepted"],
+		resources.FnHandoff:    sum.Metrics["handoff.CutoversAccepted|Kind=compaction"] + sum.Metrics["handoff.CutoversAccepted|Kind=lifecycle_transition"],
 	}, opts.Collections*opts.Commits)
 	verify(ctx, env, names, &sum)
 	sum.Rewrites = rewriteFigures(&sum)

@@ -18,7 +18,7 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if !sum.Verified || sum.Metrics["handoff.CutoversAccepted"] == 0 || sum.Metrics["gc.ObjectsDeleted"] == 0 {
+	if !sum.Verified || sum.Metrics["handoff.CutoversAccepted|Kind=compaction"] == 0 || sum.Metrics["gc.ObjectsDeleted"] == 0 {
 		t.Fatalf("demo did not exercise compaction and GC: %+v\n%s", sum.Metrics, out.String())
 	}
 	// Issue 16 item 7: the header's figures are the metrics' (a

@@ -50,7 +50,9 @@ type NamespaceCCS interface {
 // once CCS dropped it and every child collection's release intent is
 // recorded (seed §8.3: a namespace is released only after its children).
 // The collection whose release completes the set triggers it; its
-// identity is the namespace incarnation's, so repeats collapse.
+// identity is the namespace incarnation's, so repeats collapse. A
+// namespace dropped after its last child was already released has no such
+// trigger: reconciliation asks for it (NamespaceReleaser, namespace.go).
 func (h *Handoff) namespaceRelease(ctx context.Context, collection string) error {
 	ns, ok := h.ccs.(NamespaceCCS)
 	if !ok {
@@ -63,40 +65,8 @@ func (h *Handoff) namespaceRelease(ctx context.Context, collection string) error
 	if cf.Namespace == "" {
 		return nil
 	}
-	nf, err := ns.NamespaceFacts(ctx, cf.Namespace)
-	if err != nil {
-		return fmt.Errorf("namespace release of %s: read namespace facts: %w", cf.Namespace, err)
-	}
-	if !nf.Tombstoned || nf.ReleaseIntentRecorded {
-		return nil
-	}
-	deps := make([]string, 0, len(nf.Collections))
-	for _, child := range nf.Collections {
-		f, err := h.ccs.Facts(ctx, child)
-		if err != nil {
-			return fmt.Errorf("namespace release of %s: read facts of %s: %w", cf.Namespace, child, err)
-		}
-		if h.cfg.Guards.ReleaseDependencies && (!f.Tombstoned || !f.ReleaseIntentRecorded) {
-			h.metrics.Add("NamespaceReleasesDeferred", 1)
-			h.log.Info("namespace release waits for a child", "namespace", cf.Namespace, "child", child)
-			return nil
-		}
-		deps = append(deps, fmt.Sprintf("collection %s incarnation %d: release intent recorded", child, f.Inc()))
-	}
-	if len(deps) == 0 {
-		deps = append(deps, "no child collections")
-	}
-	id := contract.ReleaseIntentID(contract.NamespaceReleaseIntent, cf.Namespace, nf.Inc())
-	inc := nf.Incarnation
-	req := contract.ReleaseIntentRequest{SchemaVersion: contract.SchemaVersion, IntentID: id, IntentKind: contract.NamespaceReleaseIntent,
-		Namespace: cf.Namespace, Incarnation: inc, FactsVersion: nf.FactsVersion, Dependencies: deps}
-	ans, err := h.ccs.RecordReleaseIntent(ctx, req)
-	if err != nil {
-		return fmt.Errorf("record namespace release intent %s for %s: %w", id, cf.Namespace, err)
-	}
-	h.metrics.Add("NamespaceReleaseIntents", 1)
-	h.log.Info("namespace release intent", "namespace", cf.Namespace, "intent", id, "status", ans.Status, "reason", ans.Reason)
-	return nil
+	_, err = (&NamespaceReleaser{ccs: h.ccs, ns: ns, guards: h.cfg.Guards, metrics: h.metrics, log: h.log}).Release(ctx, cf.Namespace)
+	return err
 }
 
 // ErrFactsUnavailable: current CCS facts could not be read, so nothing is

@@ -199,6 +199,7 @@ type Observer struct {
 	now      func() time.Time
 	cfg      Config
 	cleanups Cleanups
+	releaser NamespaceReleaser
 	metrics  *metrics.Recorder
 	log      *slog.Logger
 	guards   guard.Set

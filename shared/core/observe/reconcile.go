@@ -420,7 +420,7 @@ func (o *Observer) Preview(ctx context.Context, collection string) (res Result, 
 func (o *Observer) reconcileTombstone(ctx context.Context, facts contract.CollectionFacts) ([]contract.Task, error) {
 	c, inc := facts.Collection, facts.Inc()
 	if facts.ReleaseIntentRecorded {
-		return nil, nil
+		return nil, o.releaseNamespace(ctx, facts)
 	}
 	if o.cleanups != nil {
 		done, err := o.cleanups.CleanupDone(ctx, c, inc, facts.FactsVersion)
@@ -462,4 +462,36 @@ func (o *Observer) reconcileTombstone(ctx context.Context, facts contract.Collec
 		return nil, fmt.Errorf("enqueue tombstone cleanup of %s incarnation %d: %w", c, inc, err)
 	}
 	return []contract.Task{t}, nil
+}
+
+// NamespaceReleaser requests a dropped namespace's release intent once
+// every child collection's release is recorded (handoff.NamespaceReleaser:
+// it re-reads CCS's facts and requests with the namespace incarnation's
+// deterministic identity, so repeats record one intent).
+type NamespaceReleaser interface {
+	Release(ctx context.Context, namespace string) (requested bool, err error)
+}
+
+// SetNamespaceReleaser wires the namespace release (optional: without it
+// a namespace is released only by the handoff, right after a child's
+// release).
+func (o *Observer) SetNamespaceReleaser(r NamespaceReleaser) { o.releaser = r }
+
+// releaseNamespace: a released child of a namespace asks, on every
+// reconciliation, whether its namespace is now due for release. The
+// handoff asks when it records a child's release; a namespace CCS dropped
+// after its last child was already released has no such moment, so
+// without this nothing would ever ask (seed §8.3).
+func (o *Observer) releaseNamespace(ctx context.Context, facts contract.CollectionFacts) error {
+	if o.releaser == nil || facts.Namespace == "" {
+		return nil
+	}
+	requested, err := o.releaser.Release(ctx, facts.Namespace)
+	if err != nil {
+		return fmt.Errorf("namespace %s of released %s: %w", facts.Namespace, facts.Collection, err)
+	}
+	if requested {
+		o.metrics.Add("NamespaceReleasesByReconcile", 1)
+	}
+	return nil
 }

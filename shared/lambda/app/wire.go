@@ -8,6 +8,7 @@ import (
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/adapters/owners"
 	"github.com/searchfabric/bcc/shared/core/compact"
+	"github.com/searchfabric/bcc/shared/core/handoff"
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/guard"
 	"github.com/searchfabric/bcc/shared/lambda/handler"
@@ -74,5 +75,10 @@ func ObserverHandlerWith(c Config, cl Clients, rt Runtime, g guard.Set) *handler
 	cfg := observe.ConfigFrom(c.Policy, compact.PolicyFrom(c.Policy.Compaction).Due)
 	uc := observe.New(bucket, state, queues, facts, rt.Now, cfg, m, rt.Log).WithGuards(g)
 	uc.SetCleanups(awsio.NewProgressTable(cl.Dynamo, c.Table))
+	if ccs != nil {
+		// A namespace dropped after its children were released: its
+		// release is requested by reconciliation of a released child.
+		uc.SetNamespaceReleaser(handoff.NewNamespaceReleaser(ccs, ccs, g, m, rt.Log))
+	}
 	return handler.NewObserver(uc, catalog, queues, handler.Batch{Reserve: c.Policy.BatchReserve(), Guards: g}, m, rt.Out, rt.Now, rt.Log)
 }

@@ -141,6 +141,38 @@ type CutoverRequest struct {
 	NotAfterUnixMs int64         `json:"not_after_unix_ms"`
 	Removed        []ObjectEntry `json:"removed"`
 	Added          []ObjectEntry `json:"added"`
+	// CCSFacts are the CCS facts the coordinator judged the cutover under
+	// (absent: the caller asks for no facts check). The publisher re-reads
+	// the collection's CCS facts right before its head CAS and answers
+	// stale_facts, applying nothing, when they changed what the task kind
+	// depends on: the facts change between the coordinator's check and
+	// the head swap (or while a queued request waits) is closed by the
+	// owner, at the moment of effect.
+	CCSFacts *FactsFence `json:"ccs_facts,omitempty"`
+}
+
+// FactsFence is the CCS facts a result was judged under: the facts
+// version the coordinator read, the task kind and the digest of the facts
+// that kind depends on (FactsDigest; absent: any change of facts_version
+// counts). Facts still at FactsVersion, or whose digest for TaskKind is
+// still Digest, are unchanged for the result.
+type FactsFence struct {
+	TaskKind     TaskKind `json:"task_kind"`
+	FactsVersion uint64   `json:"facts_version"`
+	Digest       string   `json:"digest,omitempty"`
+}
+
+// Changed says why facts f no longer hold for the fence ("" when they do).
+func (ff FactsFence) Changed(f CollectionFacts) string {
+	switch {
+	case f.FactsVersion == ff.FactsVersion:
+		return ""
+	case ff.Digest == "":
+		return fmt.Sprintf("CCS facts are v%d, the cutover was judged under v%d (no digest: any change counts)", f.FactsVersion, ff.FactsVersion)
+	case FactsDigest(ff.TaskKind, f) != ff.Digest:
+		return fmt.Sprintf("CCS facts v%d changed what %s depends on since v%d: now %s", f.FactsVersion, ff.TaskKind, ff.FactsVersion, DescribeFacts(ff.TaskKind, f))
+	}
+	return ""
 }
 
 func (r *CutoverRequest) validate() error {
@@ -158,6 +190,10 @@ func (r *CutoverRequest) validate() error {
 		return invalid("not_after_unix_ms missing: every cutover request carries its deadline")
 	case len(r.Removed) == 0:
 		return invalid("a cutover must remove at least one object")
+	case r.CCSFacts != nil && !r.CCSFacts.TaskKind.Rewrites():
+		return invalid("ccs_facts.task_kind %q is not a rewrite kind", r.CCSFacts.TaskKind)
+	case r.CCSFacts != nil && r.CCSFacts.Digest != "" && !validFactsDigest(r.CCSFacts.Digest):
+		return invalid("ccs_facts.digest %q is not facts-<32 hex>", r.CCSFacts.Digest)
 	}
 	return nil
 }
@@ -188,6 +224,10 @@ const (
 	CutoverConflict = "conflict" // the head moved; nothing was applied
 	CutoverRejected = "rejected" // the request is invalid against the base; nothing was applied
 	CutoverExpired  = "expired"  // not_after passed before the publisher could apply it; nothing was applied
+	// CutoverStaleFacts: the CCS facts the request was judged under
+	// (ccs_facts) changed what its task kind depends on before the head
+	// CAS; nothing was applied.
+	CutoverStaleFacts = "stale_facts"
 )
 
 // CutoverAnswer is the publisher's reply.
@@ -206,9 +246,9 @@ func (a *CutoverAnswer) validate() error {
 		return err
 	}
 	switch a.Status {
-	case CutoverAccepted, CutoverConflict, CutoverRejected, CutoverExpired:
+	case CutoverAccepted, CutoverConflict, CutoverRejected, CutoverExpired, CutoverStaleFacts:
 	default:
-		return invalid("status %q is not accepted|conflict|rejected|expired", a.Status)
+		return invalid("status %q is not accepted|conflict|rejected|expired|stale_facts", a.Status)
 	}
 	return nil
 }

@@ -208,13 +208,17 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 		}
 		// The head still is the base: the facts decide, read now, right
 		// before this (re)submission.
-		if changed, err := h.factsChanged(ctx, c); err != nil || changed != "" {
+		facts, changed, err := h.factsChanged(ctx, c)
+		if err != nil || changed != "" {
 			res.Outcome, res.Reason = OutcomeFactsChanged, changed
 			if err != nil {
 				return Result{RequestID: reqID}, err
 			}
 			return h.finish(c, res), nil
 		}
+		// ... and the publisher judges them again at its head CAS, the
+		// moment of effect: a change after this read is refused there.
+		req.CCSFacts = factsFence(h.cfg.Guards.HandoffFacts, c, facts)
 		ans, err := h.pub.Cutover(ctx, req)
 		if err == nil {
 			return h.answered(c, res, ans), nil
@@ -392,6 +396,8 @@ func (h *Handoff) answered(c contract.Completion, res Result, ans contract.Cutov
 		res.Outcome, res.Reason = OutcomeStale, "publisher: "+ans.Reason
 	case contract.CutoverExpired:
 		res.Outcome, res.Reason = OutcomeExpired, "publisher: "+ans.Reason
+	case contract.CutoverStaleFacts:
+		res.Outcome, res.Reason = OutcomeFactsChanged, "publisher (at its head CAS): "+ans.Reason
 	default:
 		res.Outcome, res.Reason = OutcomeRejected, "publisher: "+ans.Reason
 	}
@@ -457,7 +463,7 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 	}
 	// The release is of the tombstone the cleanup ran under: CCS must
 	// still hold that tombstone, read now, right before the intent.
-	if changed, err := h.factsChanged(ctx, c); err != nil {
+	if _, changed, err := h.factsChanged(ctx, c); err != nil {
 		return Result{}, err
 	} else if changed != "" {
 		res := h.finish(c, Result{Outcome: OutcomeFactsChanged, Reason: changed})
@@ -515,15 +521,26 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 	return Result{Outcome: OutcomeIntentRejected, RequestID: id, Reason: ans.Reason}, nil
 }
 
+// factsFence is what a cutover request carries for the publisher's own
+// facts check at its head CAS: the facts version the handoff judged the
+// result under and the digest the task ran under (nil with the guard off:
+// no facts are checked anywhere).
+func factsFence(on bool, c contract.Completion, f contract.CollectionFacts) *contract.FactsFence {
+	if !on {
+		return nil
+	}
+	return &contract.FactsFence{TaskKind: c.Kind, FactsVersion: f.FactsVersion, Digest: c.CCSFactsDigest}
+}
+
 // factsChanged reads the collection's current CCS facts and says why the
 // facts c's task kind depends on (contract.FactsDependencies) are no longer
 // the ones it ran under; "" when they are. A completion without a digest
 // is judged by its facts_version alone. Unreadable facts are an error
 // wrapping ErrFactsUnavailable: nothing is handed off, the message is
-// retried later (fail closed).
-func (h *Handoff) factsChanged(ctx context.Context, c contract.Completion) (string, error) {
+// retried later (fail closed). It returns the facts it read.
+func (h *Handoff) factsChanged(ctx context.Context, c contract.Completion) (contract.CollectionFacts, string, error) {
 	if !h.cfg.Guards.HandoffFacts {
-		return "", nil
+		return contract.CollectionFacts{}, "", nil
 	}
 	var (
 		f   contract.CollectionFacts
@@ -537,18 +554,18 @@ func (h *Handoff) factsChanged(ctx context.Context, c contract.Completion) (stri
 	if err != nil {
 		h.metrics.Add("HandoffFactsUnavailable", 1)
 		h.log.Warn("CCS facts unreadable; nothing handed off, retried later", "task", c.TaskID, "collection", c.Collection, "err", err)
-		return "", fmt.Errorf("hand off %s of %s: read current CCS facts: %w: %w", c.Kind, c.Collection, ErrFactsUnavailable, err)
+		return f, "", fmt.Errorf("hand off %s of %s: read current CCS facts: %w: %w", c.Kind, c.Collection, ErrFactsUnavailable, err)
 	}
 	switch {
 	case c.CCSFactsDigest == "":
 		if f.FactsVersion != c.CCSFactsVersion {
-			return fmt.Sprintf("CCS facts are v%d, the task ran under v%d (no facts digest: any change counts)", f.FactsVersion, c.CCSFactsVersion), nil
+			return f, fmt.Sprintf("CCS facts are v%d, the task ran under v%d (no facts digest: any change counts)", f.FactsVersion, c.CCSFactsVersion), nil
 		}
 	case contract.FactsDigest(c.Kind, f) != c.CCSFactsDigest:
-		return fmt.Sprintf("CCS facts v%d changed what %s depends on since v%d: now %s", f.FactsVersion, c.Kind, c.CCSFactsVersion,
+		return f, fmt.Sprintf("CCS facts v%d changed what %s depends on since v%d: now %s", f.FactsVersion, c.Kind, c.CCSFactsVersion,
 			contract.DescribeFacts(c.Kind, f)), nil
 	}
-	return "", nil
+	return f, "", nil
 }
 
 func dependencies(c contract.Completion) []string {

@@ -444,3 +444,48 @@ func (p *lostPublisher) Cutover(_ context.Context, r contract.CutoverRequest) (c
 	p.then()
 	return contract.CutoverAnswer{}, fmt.Errorf("timeout: %w", store.ErrAmbiguous)
 }
+
+// stalePublisher records the request and answers stale_facts: CCS facts
+// changed between the handoff's check and its head CAS.
+type stalePublisher struct{ reqs []contract.CutoverRequest }
+
+func (p *stalePublisher) Cutover(_ context.Context, r contract.CutoverRequest) (contract.CutoverAnswer, error) {
+	p.reqs = append(p.reqs, r)
+	return contract.CutoverAnswer{SchemaVersion: 1, RequestID: r.RequestID, Status: contract.CutoverStaleFacts, Reason: "tombstoned false -> true"}, nil
+}
+
+// The cutover request carries the facts the handoff judged it under (the
+// version it read, the task's kind and digest) for the publisher's check at
+// its head CAS; stale_facts from the publisher drops the result like the
+// handoff's own check does. With the guard off no facts are carried.
+func TestCutoverCarriesFactsAndStaleFactsDrops(t *testing.T) {
+	for _, g := range []guard.Set{guard.All(), mustOff(t, "handoff_facts")} {
+		lin := newLineage(5)
+		pub := &stalePublisher{}
+		m := metrics.New("handoff")
+		h := New(lin, pub, &fakeCCS{facts: contract.CollectionFacts{FactsVersion: 7}}, nil, func() time.Time { return t0.Add(time.Minute) },
+			Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil)
+		c := completion(5, t0)
+		c.CCSFactsVersion = 3
+		c.CCSFactsDigest = contract.FactsDigest(c.Kind, contract.CollectionFacts{Collection: c.Collection, FactsVersion: 7})
+		res, err := h.Process(context.Background(), c)
+		if err != nil || res.Outcome != OutcomeFactsChanged || m.Counts()["StaleFactsDropped|Kind=compaction"] != 1 || len(pub.reqs) != 1 {
+			t.Fatalf("guards %+v: %s %v %v, %d requests", g, res.Outcome, err, m.Counts(), len(pub.reqs))
+		}
+		got := pub.reqs[0].CCSFacts
+		switch {
+		case !g.HandoffFacts && got != nil:
+			t.Fatalf("guard off: the request carries facts %+v", got)
+		case g.HandoffFacts && (got == nil || *got != contract.FactsFence{TaskKind: c.Kind, FactsVersion: 7, Digest: c.CCSFactsDigest}):
+			t.Fatalf("the request carries %+v, want the facts v7 it was judged under and the task's digest", got)
+		}
+	}
+}
+
+func mustOff(t *testing.T, name string) guard.Set {
+	g, ok := guard.Without(name)
+	if !ok {
+		t.Fatal(name)
+	}
+	return g
+}

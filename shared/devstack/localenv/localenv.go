@@ -176,6 +176,7 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 	e.Lineage = lineage.New(e.Bucket, 1024)
 	e.Publisher = publisher.New(e.Bucket, opts.Now, opts.Publisher, opts.Log)
 	e.CCS = ccs.New(internal.Dynamo, def.CCSTable.Name, opts.Now)
+	e.Publisher.SetFacts(e.CCS) // re-read at the head CAS of a cutover carrying ccs_facts
 	e.Watermark = watermark.New(e.Bucket, def.WatermarkKey)
 	e.Workload = workload.New(e.Publisher, e.CCS, e.Bucket, opts.Now, opts.Seed, opts.Workload)
 	// The stand-ins admit only SigV4-signed requests of known identities,

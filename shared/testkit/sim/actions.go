@@ -730,17 +730,23 @@ func (w *World) factsChangeInFlight() {
 	}
 	w.count("facts-change-in-flight")
 	w.logf("  while %s's %s completion waits for the handoff:", c.Collection, c.Kind)
+	w.factsChangeFor(c.Collection)
+}
+
+// factsChangeFor changes what c's results depend on: a tombstone (or a
+// newer one), or the transition policy.
+func (w *World) factsChangeFor(c string) {
 	switch {
-	case w.cols[c.Collection].tombstoned:
-		w.retombstone(c.Collection)
+	case w.cols[c].tombstoned:
+		w.retombstone(c)
 	case len(w.liveCollections()) > 1 && w.rng.IntN(3) == 0:
-		w.tombstone(c.Collection)
+		w.tombstone(c)
 	default:
-		f := w.ccs.facts[c.Collection]
+		f := w.ccs.facts[c]
 		f.Lifecycle = w.transitionPolicy(f.Lifecycle)
 		f = w.ccs.put(f)
 		w.count("facts-changed")
-		w.logf("  CCS facts of %s -> v%d (transition after %dms to %q)", c.Collection, f.FactsVersion, f.Lifecycle.TransitionAfterMs, f.Lifecycle.TransitionToTier)
+		w.logf("  CCS facts of %s -> v%d (transition after %dms to %q)", c, f.FactsVersion, f.Lifecycle.TransitionAfterMs, f.Lifecycle.TransitionToTier)
 	}
 }
 

@@ -62,6 +62,15 @@ var AdapterMutations = []AdapterMutation{
 		New:       "#v > :v",
 		Invariant: "converged",
 	},
+	{
+		// Not an adapter: the stand-in publisher's re-check of the CCS
+		// facts a cutover carries, right before its head CAS (issue 18).
+		Name:      "the publisher applies a cutover without re-reading the CCS facts it was judged under",
+		File:      "shared/devstack/standin/publisher/facts.go",
+		Old:       "if fence == nil || p.opts.SkipFactsRecheck {",
+		New:       "if true {",
+		Invariant: "stale-facts",
+	},
 }
 
 // Each adapter mutation is caught by the simulator (cmd/sim, as `make sim`

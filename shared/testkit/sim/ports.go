@@ -58,6 +58,18 @@ func (c *CCS) put(f contract.CollectionFacts) contract.CollectionFacts {
 	return f
 }
 
+// ccsOwner is CCS as the publisher reads it at its head CAS: owner to
+// owner, outside the coordinator's faults.
+type ccsOwner struct{ c *CCS }
+
+func (o ccsOwner) Facts(_ context.Context, collection string) (contract.CollectionFacts, error) {
+	f, ok := o.c.facts[collection]
+	if !ok {
+		return contract.CollectionFacts{Collection: collection}, fmt.Errorf("facts of %s: unknown collection", collection)
+	}
+	return f, nil
+}
+
 // Facts implements the facts ports of observe, compact and gc.
 func (c *CCS) Facts(_ context.Context, collection string) (contract.CollectionFacts, error) {
 	if _, err := portErr(c.w.fault("ccs-facts", collection, false), "get facts of "+collection); err != nil {
@@ -131,6 +143,14 @@ func (p pubPort) Cutover(ctx context.Context, req contract.CutoverRequest) (cont
 		w.requests[req.RequestID] = req
 	}
 	w.judgeFacts(req)
+	if !w.quiet && w.cols[req.Collection] != nil && req.CCSFacts != nil && w.rng.IntN(6) == 0 {
+		// CCS changes the facts after the handoff judged them and before
+		// the publisher's head CAS: only the owner's re-check at the CAS
+		// can refuse the cutover now (invariant stale-facts, at the CAS).
+		w.count("facts-change-at-cas")
+		w.logf("  after the handoff's facts check, before the publisher's head CAS:")
+		w.factsChangeFor(req.Collection)
+	}
 	if req.Collection == w.ownerDown {
 		return contract.CutoverAnswer{}, fmt.Errorf("cutover %s: publisher unreachable for %s (connection refused): %w", req.RequestID, req.Collection, store.ErrAmbiguous)
 	}

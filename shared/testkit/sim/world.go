@@ -237,7 +237,7 @@ var FaultKinds = []string{
 	"sqs-duplicated", "sqs-redelivered", "sqs-dlq", "sqs-dedup-collapsed",
 	"concurrent-append", "lease-expiry-mid-task", "takeover", "nested-action", "owner-outage", "outage-batch-mixed",
 	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
-	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "tombstone-replaced", "facts-changed", "facts-change-in-flight",
+	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "tombstone-replaced", "facts-changed", "facts-change-in-flight", "facts-change-at-cas",
 	"foreign-upload", "foreign-commit-late", "cutover-queued", "cutover-applied-late", "cutover-expired-late",
 	"rollback", "rollback-during-backoff", "lineage-confirmed", "lineage-confirmed-late",
 }
@@ -269,6 +269,8 @@ func newWorld(cfg Config) *World {
 	w.pub = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, MaxInlineChange: 2, AcceptRebase: true}, nil)
 	w.late = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, MaxInlineChange: 2, OutputsChecked: true}, nil)
 	w.ccs = newCCS(w)
+	w.pub.SetFacts(ccsOwner{w.ccs})
+	w.late.SetFacts(ccsOwner{w.ccs})
 	// Per-seed intensity: some seeds are calm, some are storms.
 	w.faultRate = []float64{0, 0.01, 0.03, 0.06, 0.1}[w.rng.IntN(5)]
 	w.nestRate = []float64{0, 0.03, 0.08}[w.rng.IntN(3)]
@@ -634,6 +636,16 @@ func (w *World) checkCutover(col *collection, v *version) {
 	}
 	if why := w.staleFacts[req.RequestID]; why != "" {
 		w.violate("stale-facts", "%s v%d published cutover %s: %s", col.name, v.v, req.RequestID, why)
+	}
+	// ... nor under facts that changed after the submission: this runs at
+	// the publisher's head CAS, the moment of effect.
+	if c, ok := w.handing[req.RequestID]; ok {
+		if planned, ok := w.ccs.history[c.Collection][c.CCSFactsVersion]; ok {
+			now := w.ccs.facts[c.Collection]
+			if why := factsDrift(c.Kind, planned, now); why != "" {
+				w.violate("stale-facts", "%s v%d: cutover %s applied at the head CAS under facts v%d, planned under v%d: %s", col.name, v.v, req.RequestID, now.FactsVersion, c.CCSFactsVersion, why)
+			}
+		}
 	}
 	if req.BaseVersion == v.root.ParentVersion && req.BaseChecksum == v.root.ParentChecksum {
 		return

@@ -53,10 +53,13 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 			p.opts.Queue(ctx, req)
 		}
 		head, err := p.commitOn(ctx, base, Change{Added: req.Added, Removed: req.Removed, NotAfterUnixMs: req.NotAfterUnixMs,
-			Origin: contract.Origin{Kind: contract.OriginCutover, RequestID: req.RequestID}})
+			Origin: contract.Origin{Kind: contract.OriginCutover, RequestID: req.RequestID}, Facts: req.CCSFacts})
 		switch {
 		case errors.Is(err, ErrExpired):
 			ans.Status, ans.Reason = contract.CutoverExpired, err.Error()
+			return ans, nil
+		case errors.Is(err, ErrStaleFacts):
+			ans.Status, ans.Reason = contract.CutoverStaleFacts, err.Error()
 			return ans, nil
 		case err == nil:
 			ans.Status, ans.CommittedVersion, ans.CommittedChecksum, ans.HeadVersion = contract.CutoverAccepted, head.Version, head.ManifestChecksum, head.Version

@@ -46,6 +46,11 @@ type Options struct {
 	// (one append committed twice, an applied cutover answered conflict).
 	// Mutation proofs only.
 	TrustRefusal bool
+	// SkipFactsRecheck applies a cutover without re-reading the CCS facts
+	// it carries before the head CAS (facts.go): the gap a facts change
+	// between the coordinator's check and the head swap falls into.
+	// Mutation proofs only.
+	SkipFactsRecheck bool
 }
 
 // Publisher is the stand-in Manifest Publisher.
@@ -55,6 +60,7 @@ type Publisher struct {
 	opts      Options
 	log       *slog.Logger
 	beforeCAS func()
+	facts     FactsSource // CCS, for cutovers that carry ccs_facts (facts.go)
 }
 
 // New returns a publisher.
@@ -180,6 +186,9 @@ type Change struct {
 	// NotAfterUnixMs, when set, is the last moment (publisher clock) the
 	// change may become visible: the head CAS is not attempted after it.
 	NotAfterUnixMs int64
+	// Facts, when set, are the CCS facts the change was judged under: they
+	// are re-read right before the head CAS (facts.go).
+	Facts *contract.FactsFence
 }
 
 // BuildFunc derives a change from the base it will apply to. It is called
@@ -241,6 +250,9 @@ func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (con
 	}
 	if ch.NotAfterUnixMs > 0 && p.now().UnixMilli() > ch.NotAfterUnixMs {
 		return head, fmt.Errorf("cas head of %s: %w (%d)", root.Collection, ErrExpired, ch.NotAfterUnixMs)
+	}
+	if err := p.recheckFacts(ctx, root.Collection, ch.Facts); err != nil {
+		return head, err
 	}
 	_, err = p.objects.PutIfMatch(ctx, contract.HeadKey(root.Collection), body, base.etag)
 	switch {

@@ -116,6 +116,13 @@ type Compaction struct {
 	// FragmentationThreshold: an object below this fraction of
 	// TargetObjectBytes is fragmented (negative: rule off).
 	FragmentationThreshold float64 `json:"fragmentation_threshold"`
+	// StartQuiet: a coalesced rewrite (compaction or transition) starts
+	// once the head has not moved for this long (a rewrite overtaken by a
+	// commit is dropped, rule 2); 0 starts at once. StartMaxWait bounds
+	// the wait: past it the rewrite starts right after the next commit,
+	// and at the latest after StartMaxWait + StartQuiet.
+	StartQuiet   Duration `json:"start_quiet_ms"`
+	StartMaxWait Duration `json:"start_max_wait_ms"`
 }
 
 // GC is garbage collection's policy. TokenLifetime and RetentionWindow are
@@ -198,6 +205,8 @@ func Default() Policy {
 			MaxLevel:               3,
 			DeleteDensityThreshold: 0.3,
 			FragmentationThreshold: 0.25,
+			StartQuiet:             Duration(time.Second),
+			StartMaxWait:           Duration(2 * time.Second),
 		},
 		GC: GC{
 			TokenLifetime:       Duration(15 * time.Minute),

@@ -81,6 +81,8 @@ func (p Policy) Validate() error {
 	check(c.DeleteDensityThreshold <= 1, "compaction.delete_density_threshold", "must be at most 1 (negative: off), is %g", c.DeleteDensityThreshold)
 	check(c.FragmentationThreshold <= 0.5, "compaction.fragmentation_threshold",
 		"must be at most 0.5 so that merging fragmented objects yields fewer objects (negative: off), is %g", c.FragmentationThreshold)
+	nonNegative(c.StartQuiet, "compaction.start_quiet_ms")
+	nonNegative(c.StartMaxWait, "compaction.start_max_wait_ms")
 	g := p.GC
 	check(g.BatchSize >= 1 && g.BatchSize <= awslimit.S3DeleteObjectsMaxKeys, "gc.batch_size",
 		"must be in 1..%d (S3 DeleteObjects takes at most %d keys), is %d", awslimit.S3DeleteObjectsMaxKeys, awslimit.S3DeleteObjectsMaxKeys, g.BatchSize)
@@ -126,6 +128,9 @@ func (p Policy) Validate() error {
 	check(p.Functions.CompactionTimeout < p.MaxTaskLifetime, "functions.compaction_timeout_ms",
 		"%s must be shorter than max_task_lifetime_ms %s (a run that uses its whole timeout must still hand off in time)",
 		p.Functions.CompactionTimeout, p.MaxTaskLifetime)
+	check(4*(c.StartMaxWait+c.StartQuiet) <= p.Functions.CompactionTimeout, "compaction.start_max_wait_ms",
+		"%s + compaction.start_quiet_ms %s must be at most a quarter of functions.compaction_timeout_ms %s (the wait for a still head must leave the run its time)",
+		c.StartMaxWait, c.StartQuiet, p.Functions.CompactionTimeout)
 	vis := VisibilityTimeout(p.Functions.CompactionTimeout.D())
 	check(p.LeaseDuration.D() <= vis, "lease_duration_ms",
 		"%s must not exceed the compaction queue's visibility timeout %s (%d x functions.compaction_timeout_ms): a redelivered task must find a crashed holder's lease expired",

@@ -42,6 +42,15 @@
 //     progress in steps a worker can finish within its lease, and at most one
 //     job per (tier, output level) is planned per call, with no shared inputs,
 //     so concurrent jobs of one collection never rewrite the same object.
+//   - A coalesced rewrite waits for a still head before it is taken
+//     (StartRule): a rewrite overtaken by a commit is dropped (SYSTEM rule
+//     2, never rebased), so one started while the writer commits is likely
+//     wasted. The wait only delays: it is bounded (start_max_wait_ms, then
+//     the start right after the next commit, at the latest
+//     start_max_wait_ms + start_quiet_ms), it keeps the task (returned to
+//     its queue by visibility or waited in process), and the heads
+//     committed meanwhile coalesce into it; the task stays pinned to the
+//     head it takes and fenced as any.
 //   - Debt works from the manifest root's Summary alone, so the observer can
 //     score a collection without reading its parts; it approximates Plan.
 package compact

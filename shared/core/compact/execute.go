@@ -55,7 +55,8 @@ type Reporter interface {
 // ExecConfigFrom is the executor's configuration under a validated
 // coordinator policy, with guards g.
 func ExecConfigFrom(p policy.Policy, g guard.Set) ExecConfig {
-	return ExecConfig{Policy: PolicyFrom(p.Compaction), LeaseDuration: p.LeaseDuration.D(), Heartbeat: p.LeaseHeartbeat.D(), Guards: g}
+	return ExecConfig{Policy: PolicyFrom(p.Compaction), LeaseDuration: p.LeaseDuration.D(), Heartbeat: p.LeaseHeartbeat.D(), Guards: g,
+		Start: StartRule{Quiet: p.Compaction.StartQuiet.D(), MaxWait: p.Compaction.StartMaxWait.D()}}
 }
 
 // ExecConfig tunes the executor.
@@ -67,6 +68,9 @@ type ExecConfig struct {
 	Heartbeat time.Duration
 	Writer    segment.WriterOptions
 	Guards    guard.Set
+	// Start: when a coalesced rewrite task starts (waits for a still
+	// head; zero: at once).
+	Start StartRule
 }
 
 // Executor runs one compaction task: lease, revalidate, plan, merge, write,
@@ -94,6 +98,14 @@ type Executor struct {
 	cfg      ExecConfig
 	metrics  *metrics.Recorder
 	log      *slog.Logger
+	sleep    Sleeper
+}
+
+// WithSleep sets how the executor waits for a still head (the simulation
+// advances its clock; default SleepContext).
+func (e *Executor) WithSleep(s Sleeper) *Executor {
+	e.sleep = s
+	return e
 }
 
 // WithRewrites makes the executor take coalesced rewrite tasks: it clears
@@ -116,7 +128,7 @@ func NewExecutor(objects Objects, leases Leases, facts Facts, report Reporter, n
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = min(policy.DefaultLeaseHeartbeat, cfg.LeaseDuration/policy.MinLeaseHeartbeats)
 	}
-	return &Executor{objects: objects, lin: lineage.New(objects, 256), leases: leases, facts: facts, report: report, now: now, cfg: cfg, metrics: m, log: log}
+	return &Executor{objects: objects, lin: lineage.New(objects, 256), leases: leases, facts: facts, report: report, now: now, cfg: cfg, metrics: m, log: log, sleep: SleepContext}
 }
 
 // Outcome of one task.
@@ -154,7 +166,11 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 	started := e.now()
 	e.metrics.DurationDim("TaskWaitMs", "Kind", string(task.Kind), started.Sub(time.UnixMilli(task.EnqueuedAtUnixMs)))
 	if e.rewrites != nil {
-		task = e.takeRewrite(ctx, task, started)
+		// Heads committed while it waits coalesce into this task.
+		if err := e.awaitStill(ctx, task); err != nil {
+			return Result{}, fmt.Errorf("run %s: wait for a still head: %w", task.TaskID, err)
+		}
+		task = e.takeRewrite(ctx, task, e.now())
 	}
 	ls, err := e.leases.Acquire(ctx, task, holder, started, e.cfg.LeaseDuration)
 	switch {
@@ -261,6 +277,11 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 		return Result{Outcome: OutcomeNothing, Reason: "nothing to compact"}, nil
 	}
 	job := jobs[0]
+	if moved, err := e.headMoved(ctx, task); err != nil || moved != "" {
+		// Planning read the root's parts meanwhile: a head that moved
+		// costs one read here instead of a merge thrown away later.
+		return Result{Outcome: OutcomeStale, Reason: "before merging: " + moved}, err
+	}
 	res := Result{Job: &job}
 	e.metrics.Add("CompactionsRun", 1)
 	added, stats, err := e.merge(ctx, task, keep, job)
@@ -288,6 +309,23 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 		"inputs", len(job.Inputs), "outputs", len(added), "bytes_read", stats.BytesRead, "bytes_written", stats.BytesWritten, "reason", job.Reason)
 	res.Outcome, res.Completion = OutcomeReported, &c
 	return res, nil
+}
+
+// headMoved re-reads the head just before the work: a non-empty reason
+// when it is no longer the task's base (only under base revalidation, the
+// guard this check belongs to).
+func (e *Executor) headMoved(ctx context.Context, task contract.Task) (string, error) {
+	if !e.cfg.Guards.BaseRevalidation {
+		return "", nil
+	}
+	head, err := e.lin.Head(ctx, task.Collection)
+	if err != nil {
+		return "", fmt.Errorf("re-read the head of %s: %w", task.Collection, err)
+	}
+	if head.Version != task.BaseManifestVersion || head.ManifestChecksum != task.BaseManifestChecksum {
+		return fmt.Sprintf("head is v%d, task is based on v%d", head.Version, task.BaseManifestVersion), nil
+	}
+	return "", nil
 }
 
 // revalidate returns a non-empty reason when the task is stale: the head is

@@ -129,7 +129,6 @@ func commitAll(ctx context.Context, env *localenv.Env, names []string, opts Opti
 			}()
 		}
 		wg.Wait()
-		clock.Advance(10 * time.Second)
 		if (round+1)%max(opts.Commits/5, 1) == 0 {
 			fmt.Fprintf(opts.Out, "  round %d/%d committed\n", round+1, opts.Commits)
 		}

@@ -80,8 +80,8 @@ type RewriteFigures struct {
 	// MinCutoversPerCollection: the least-compacted collection's cutovers
 	// (does every collection still compact?).
 	MinCutoversPerCollection int `json:"min_cutovers_per_collection"`
-	// QuietWaits: rewrite tasks that waited for a quiet head before
-	// starting (compaction.RewriteStartDeferred).
+	// QuietWaits: rewrite tasks that waited for a still head before
+	// starting (compaction.RewriteStartDeferred, every Kind).
 	QuietWaits int `json:"quiet_waits"`
 }
 
@@ -94,7 +94,11 @@ func rewriteFigures(s *Summary) RewriteFigures {
 		Cutovers:           int(m["handoff.CutoversAccepted"]),
 		Merges:             int(m["compaction.CompactionsRun"] + m["compaction.LifecycleTransitions"]),
 		MergesDroppedStale: int(m["compaction.StaleResultsDropped"] + m["handoff.StaleResultsDropped"] + m["handoff.RejectedDeleteGain"]),
-		QuietWaits:         int(m["compaction.RewriteStartDeferred"]),
+	}
+	for k, v := range m {
+		if strings.HasPrefix(k, "compaction.RewriteStartDeferred") {
+			f.QuietWaits += int(v)
+		}
 	}
 	if f.Cutovers > 0 {
 		f.TasksPerCutover = float64(f.TasksEnqueued) / float64(f.Cutovers)

@@ -17,6 +17,8 @@ type CompactionOptions struct {
 	Reporter compact.Reporter // nil: the handoff FIFO queue (awsio.FIFOQueues.Report)
 	// Objects wraps the data bucket (fault injection); nil: the bucket.
 	Objects func(*awsio.Bucket) compact.Objects
+	// Sleep is how a rewrite waits for a still head; nil: real time.
+	Sleep compact.Sleeper
 }
 
 // CompactionHandler wires the compaction function.
@@ -57,5 +59,8 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 		objects = o.Objects(bucket)
 	}
 	ex := compact.NewExecutor(objects, leases, facts, rep, rt.Now, cfg, m, rt.Log).WithRewrites(awsio.NewObservedTable(cl.Dynamo, c.Table))
+	if o.Sleep != nil {
+		ex = ex.WithSleep(o.Sleep)
+	}
 	return ex, m
 }

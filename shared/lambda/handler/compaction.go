@@ -57,6 +57,19 @@ func (h *Compaction) Handle(ctx context.Context, ev events.SQSEvent) (events.SQS
 			h.log.Error("malformed task message; left for the DLQ", "message_id", m.MessageId, "err", err)
 			return err
 		}
+		if d := h.uc.StartDelay(ctx, task); d > 0 && h.gate.Deferrer != nil {
+			// A coalesced rewrite waiting for a still head goes back to
+			// its queue (its collection's group waits with it) instead
+			// of holding a worker.
+			resent, err := h.gate.Deferrer.Defer(ctx, m, d)
+			if err != nil {
+				return fmt.Errorf("defer %s until its head is still: %w", task.TaskID, err)
+			}
+			if resent {
+				return nil
+			}
+			return errDeferred
+		}
 		var res compact.Result
 		holder := holderID(ctx, m.MessageId)
 		err = h.gate.run(ctx, m, task, holder, h.metrics, h.log, func() error {

@@ -29,10 +29,11 @@ type Deferrer interface {
 	Defer(ctx context.Context, r events.SQSMessage, delay time.Duration) (resent bool, err error)
 }
 
-// errDeferred marks a record deferred by changing its visibility: it is
+// errDeferred marks a record deferred by changing its visibility (no free
+// slot of its class, or a rewrite waiting for a still head): it is
 // reported in batchItemFailures (so the event source leaves it in the
 // queue, to return after the delay) but is no failure of the task.
-var errDeferred = errors.New("task deferred: no free slot of its class")
+var errDeferred = errors.New("task deferred: returned to its queue for later")
 
 // ClassGate bounds how many tasks of each class run at once across every
 // instance of the fleet. A task that finds every slot of its class taken

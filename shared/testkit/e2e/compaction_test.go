@@ -55,6 +55,7 @@ func (c *cxClock) Advance(d time.Duration) {
 func cxPolicy(mergeFactor int) *policy.Policy {
 	p := policy.Default()
 	p.Compaction.MergeFactor = mergeFactor
+	p.Compaction.StartQuiet = 0 // rewrites start at once (tests of the wait set it)
 	return &p
 }
 

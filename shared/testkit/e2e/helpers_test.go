@@ -34,6 +34,7 @@ func start(t *testing.T, opts localenv.Options) *localenv.Env {
 func mergePolicy(mergeFactor int) *policy.Policy {
 	p := policy.Default()
 	p.Compaction.MergeFactor = mergeFactor
+	p.Compaction.StartQuiet = 0 // rewrites start at once (tests of the wait set it)
 	return &p
 }
 

@@ -286,7 +286,12 @@ func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 	case resources.QueueCompaction:
 		cfg := compact.ExecConfigFrom(w.pol, g)
 		cfg.Writer = segment.WriterOptions{BlockSize: 96}
-		ex := compact.NewExecutor(w.bucket, checkedLeases{w: w, l: lease.New(w.leases, g)}, w.ccs, w.queues, r.now, cfg, r.m, r.log).WithRewrites(w.state)
+		// A wait for a still head advances the simulated clock.
+		sleep := func(ctx context.Context, d time.Duration) error {
+			w.t += d.Milliseconds()
+			return ctx.Err()
+		}
+		ex := compact.NewExecutor(w.bucket, checkedLeases{w: w, l: lease.New(w.leases, g)}, w.ccs, w.queues, r.now, cfg, r.m, r.log).WithRewrites(w.state).WithSleep(sleep)
 		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log).WithBatch(batch)
 	case resources.QueueGC:
 		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: app.GCBucket{B: w.bucket}, Sweeps: w.state, Completions: w.queues,

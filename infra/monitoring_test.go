@@ -207,7 +207,7 @@ func TestEveryCoordinatorMetricAndAlarmSelectsItsDeployment(t *testing.T) {
 // product emits (its name appears in a metrics call under shared/).
 func TestEverySection10SignalHasAWidget(t *testing.T) {
 	emitted := emittedMetrics(t)
-	emittedKind := emittedWith(t, `\.(?:AddDim|DurationDim)\("([A-Za-z]+)", "Kind"`)
+	emittedKind := emittedWith(t, `\.(?:AddDim|DurationDim)\("([A-Za-z][A-Za-z0-9]*)", "Kind"`)
 	// The signals §10 gives a task class: each is shown per Kind.
 	for _, name := range []string{"queue depth by task class", "age of the oldest due item per class", "stale-head task invalidation rate",
 		"lease timeout and reassignment rate", "publish conflicts and rebuilds of rewrite tasks"} {
@@ -267,7 +267,7 @@ func TestEverySection10SignalHasAWidget(t *testing.T) {
 // (Add, AddDim, Duration) in the product's sources.
 func emittedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	return emittedWith(t, `\.(?:Add|AddDim|Duration|DurationDim)\("([A-Za-z]+)"`)
+	return emittedWith(t, `\.(?:Add|AddDim|Duration|DurationDim)\("([A-Za-z][A-Za-z0-9]*)"`)
 }
 
 // emittedWith are the first submatches of expr in the product's sources.

@@ -46,7 +46,11 @@ var Section10Signals = []Signal{
 	{Name: "GC deferrals by gate", EMF: []string{"GCDeferred", "GCRefused"}, Kind: []string{"GCTasksRun", "ObjectsReclaimed"}, Alarmed: "any GC refusal"},
 	{Name: "age of the oldest tombstone waiting for release", EMF: []string{"OldestTombstoneAgeMs", "ReleaseIntentsDeferred", "ReleaseIntentsRecorded", "ReleaseIntentsRejected"},
 		Alarmed: "oldest tombstone older than TombstoneAgeAlarmThreshold"},
-	{Name: "budget saturation and throttling pressure", EMF: []string{"GCBudgetSaturated", "GCDeleteRetries", "BatchRecordsDeferred"}, Lambda: []string{"Throttles"}},
+	// Fleet-wide budgets (issue 16 item 3): waits for tokens, deferrals for
+	// want of a class slot, and throttled attempts by AWS (by Kind).
+	{Name: "budget saturation and throttling pressure", EMF: []string{"GCBudgetSaturated", "GCBudgetWaitMs", "S3BudgetSaturated", "S3BudgetWaitMs",
+		"GCDeleteRetries", "BatchRecordsDeferred"}, Kind: []string{"ClassSlotsSaturated", "TasksDeferred", "S3SlowDown", "DynamoThrottled", "SQSThrottled"},
+		Lambda: []string{"Throttles"}},
 	{Name: "lag between committed and observed head", EMF: []string{"ObserveLagMs", "HeadBelowObserved", "ReconcileFailures"},
 		Alarmed: "observer p99 lag; reconcile failures; failed head notifications"},
 }

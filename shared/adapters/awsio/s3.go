@@ -31,12 +31,22 @@ var _ MultipartAPI = (*s3.Client)(nil)
 
 // Bucket is one S3 bucket.
 type Bucket struct {
-	api  S3API
-	name string
+	api    S3API
+	name   string
+	budget *PrefixBudget // nil: not paced
 }
 
 // NewBucket adapts api to bucket name.
 func NewBucket(api S3API, name string) *Bucket { return &Bucket{api: api, name: name} }
+
+// WithRequestBudget returns the bucket with every object request (reads,
+// writes, deletes; not listings) paced by pb, per prefix, fleet-wide: the
+// executors' bulk paths (GC deletes, compaction reads and writes).
+func (b *Bucket) WithRequestBudget(pb *PrefixBudget) *Bucket {
+	c := *b
+	c.budget = pb
+	return &c
+}
 
 // Name is the bucket's name.
 func (b *Bucket) Name() string { return b.name }
@@ -66,6 +76,9 @@ func (b *Bucket) GetWithETag(ctx context.Context, key string) ([]byte, string, e
 }
 
 func (b *Bucket) getLimited(ctx context.Context, key string, limit int64) ([]byte, string, error) {
+	if err := b.budget.Take(ctx, false, key, 1); err != nil {
+		return nil, "", err
+	}
 	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
 	if err != nil {
 		return nil, "", translate("get", b.name+"/"+key, err, false)
@@ -93,6 +106,9 @@ func (b *Bucket) ReadRange(ctx context.Context, key string, off int64, p []byte)
 		return 0, nil
 	}
 	end := off + int64(len(p)) - 1
+	if err := b.budget.Take(ctx, false, key, 1); err != nil {
+		return 0, err
+	}
 	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key),
 		Range: aws.String(fmt.Sprintf("bytes=%d-%d", off, end))})
 	if err != nil {
@@ -111,6 +127,9 @@ func (b *Bucket) ReadRange(ctx context.Context, key string, off int64, p []byte)
 
 // Size returns an object's size.
 func (b *Bucket) Size(ctx context.Context, key string) (int64, error) {
+	if err := b.budget.Take(ctx, false, key, 1); err != nil {
+		return 0, err
+	}
 	out, err := b.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
 	if err != nil {
 		return 0, translate("head", b.name+"/"+key, err, false)
@@ -134,6 +153,9 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, body []byte) (stri
 }
 
 func (b *Bucket) put(ctx context.Context, key string, body []byte, ifMatch, ifNoneMatch *string) (string, error) {
+	if err := b.budget.Take(ctx, true, key, 1); err != nil {
+		return "", err
+	}
 	out, err := b.api.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b.name), Key: aws.String(key),
 		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))), IfMatch: ifMatch, IfNoneMatch: ifNoneMatch})
 	if err != nil {
@@ -144,6 +166,9 @@ func (b *Bucket) put(ctx context.Context, key string, body []byte, ifMatch, ifNo
 
 // Delete removes one object; deleting a missing key succeeds, as on S3.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
+	if err := b.budget.Take(ctx, true, key, 1); err != nil {
+		return err
+	}
 	_, err := b.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
 	return translate("delete", b.name+"/"+key, err, true)
 }
@@ -167,8 +192,15 @@ func (b *Bucket) DeleteBatch(ctx context.Context, keys []string) (DeleteResult, 
 		return res, fmt.Errorf("delete batch of %d keys: at most %d per call", len(keys), awslimit.S3DeleteObjectsMaxKeys)
 	}
 	objs := make([]s3types.ObjectIdentifier, len(keys))
+	perPrefix := map[string]int{} // S3 counts each key of the call
 	for i, k := range keys {
 		objs[i] = s3types.ObjectIdentifier{Key: aws.String(k)}
+		perPrefix[RequestPrefix(k)]++
+	}
+	for prefix, n := range perPrefix {
+		if err := b.budget.Take(ctx, true, prefix, n); err != nil {
+			return res, err
+		}
 	}
 	out, err := b.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(b.name), Delete: &s3types.Delete{Objects: objs, Quiet: aws.Bool(false)}})
 	if err != nil {

@@ -70,6 +70,9 @@ func (u *Upload) Write(p []byte) (int, error) {
 }
 
 func (u *Upload) flushPart(part []byte) error {
+	if err := u.bucket.budget.Take(u.ctx, true, u.key, 1); err != nil {
+		return err
+	}
 	if u.uploadID == "" {
 		out, err := u.api.CreateMultipartUpload(u.ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(u.bucket.name), Key: aws.String(u.key)})
 		if err != nil {

@@ -42,9 +42,12 @@ func (e *Executor) deleteProven(ctx context.Context, a *applyRun, keys []string,
 				return done, err
 			}
 		}
-		saturated := e.pacer.fleetWaitCount()
+		saturated, waited := e.pacer.fleetWaitCount(), e.pacer.waited()
 		if err := e.pacer.Wait(ctx, c, len(pending)); err != nil {
 			return done, err
+		}
+		if d := e.pacer.waited() - waited; d > 0 {
+			e.metrics.Duration("GCBudgetWaitMs", d) // time this call waited for delete tokens
 		}
 		if n := e.pacer.fleetWaitCount() - saturated; n > 0 {
 			// The fleet-wide budget made this instance wait: the global

@@ -145,6 +145,16 @@ func (p *Pacer) Wait(ctx context.Context, collection string, n int) error {
 }
 
 // fleetWaitCount is FleetWaits (0 for no pacer).
+// waited is the total time the pacer has made its callers wait.
+func (p *Pacer) waited() time.Duration {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.Waited
+}
+
 func (p *Pacer) fleetWaitCount() int {
 	if p == nil {
 		return 0

@@ -43,7 +43,8 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 	if o.Guards != nil {
 		g = *o.Guards
 	}
-	bucket := awsio.NewBucket(cl.S3, c.Bucket)
+	// Reads and writes count against their collection prefix's S3 rates.
+	bucket := awsio.NewBucket(cl.S3, c.Bucket).WithRequestBudget(S3Budget(c, cl, resources.FnCompaction, m))
 	leases := lease.New(awsio.NewLeaseTable(cl.Dynamo, c.Table), g)
 	rep := o.Reporter
 	if rep == nil {

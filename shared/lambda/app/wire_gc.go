@@ -112,7 +112,10 @@ func GCExecutor(c Config, ports gc.Ports, rt Runtime, m *metrics.Recorder, g gua
 // GCHandler wires the GC function (production guards: all on).
 func GCHandler(c Config, cl Clients, rt Runtime) *handler.GC {
 	m := metrics.NewFor(c.Deployment, resources.FnGC)
-	return handler.NewGC(GCExecutor(c, GCPorts(c, cl), rt, m, guard.All()), m, rt.Out, rt.Now, rt.Log).WithBatch(handler.BatchFrom(c.Policy)).
+	ports := GCPorts(c, cl)
+	// Deletes count against their collection prefix's S3 write rate.
+	ports.Deleter = GCBucket{B: awsio.NewBucket(cl.S3, c.Bucket).WithRequestBudget(S3Budget(c, cl, resources.FnGC, m))}
+	return handler.NewGC(GCExecutor(c, ports, rt, m, guard.All()), m, rt.Out, rt.Now, rt.Log).WithBatch(handler.BatchFrom(c.Policy)).
 		WithGate(ClassGate(c, cl, resources.QueueGC))
 }
 

@@ -50,7 +50,15 @@ type ClassGate struct {
 	Lease time.Duration
 	Delay time.Duration // the deferral's visibility delay
 	Now   func() time.Time
+	// Pressure returns the function's throttled AWS attempts so far
+	// (app.Throttles.Counts); what a task's run adds is
+	// recorded with its Kind. One task runs at a time per instance, so
+	// the difference is the task's own. nil: not recorded.
+	Pressure func() Throttled
 }
+
+// Throttled counts throttled AWS request attempts by service.
+type Throttled struct{ S3SlowDown, Dynamo, SQS int64 }
 
 // GateFrom is the gate of a consumer whose function times out after
 // fnTimeout, under policy p.
@@ -63,11 +71,26 @@ func GateFrom(p policy.Policy, fnTimeout time.Duration, s Slots, d Deferrer) Cla
 // returns errDeferred when the record must be reported to the event
 // source (deferred by visibility), nil when it ran or was re-sent.
 func (g ClassGate) run(ctx context.Context, r events.SQSMessage, task contract.Task, holder string, m *metrics.Recorder, log *slog.Logger, fn func() error) error {
+	class := string(task.Kind)
+	if g.Pressure != nil {
+		before := g.Pressure()
+		defer func() {
+			after := g.Pressure()
+			if d := after.S3SlowDown - before.S3SlowDown; d > 0 {
+				m.AddDim("S3SlowDown", "Kind", class, float64(d))
+			}
+			if d := after.Dynamo - before.Dynamo; d > 0 {
+				m.AddDim("DynamoThrottled", "Kind", class, float64(d))
+			}
+			if d := after.SQS - before.SQS; d > 0 {
+				m.AddDim("SQSThrottled", "Kind", class, float64(d))
+			}
+		}()
+	}
 	limit := g.Limits.For(task.Kind)
-	if g.Slots == nil || limit <= 0 {
+	if g.Slots == nil || g.Deferrer == nil || limit <= 0 {
 		return fn()
 	}
-	class := string(task.Kind)
 	grant, err := g.Slots.Acquire(ctx, class, holder, limit, g.Now(), g.Lease)
 	if err != nil && !errors.Is(err, awsio.ErrSlotContention) {
 		return fmt.Errorf("acquire a %s slot: %w", class, err)

@@ -159,7 +159,7 @@ func TestDeferredTaskIsNeverDroppedAndRunsWhenASlotFrees(t *testing.T) {
 	p := policy.Default()
 	p.Budgets.ClassConcurrency.GC = 1
 	p.Budgets.DeferDelay = policy.Duration(time.Second)
-	env := start(t, localenv.Options{NoDelivery: true, Policy: &p})
+	env := start(t, localenv.Options{NoDelivery: true, HoldS3Events: true, Policy: &p})
 	ctx := context.Background()
 	if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
 		t.Fatal(err)
@@ -215,6 +215,12 @@ func TestDeferredTaskIsNeverDroppedAndRunsWhenASlotFrees(t *testing.T) {
 	failed, ok := deliver()
 	if !ok || failed != 0 {
 		t.Fatalf("once the slot freed the task should run: delivered %v, %d failures", ok, failed)
+	}
+	if ran := metricDim(env, "GCTasksRun", "Kind", string(contract.KindGC)); ran != 1 {
+		t.Fatalf("the deferred task ran %v times, want once", ran)
+	}
+	if d := metricDim(env, "TasksDeferred", "Kind", string(contract.KindGC)); d != float64(deferrals) {
+		t.Fatalf("TasksDeferred{Kind=gc} = %v, want %d", d, deferrals)
 	}
 	if n, d := queueDepth(t, env, resources.QueueGC), dlqDepth(t, env, resources.QueueGC); n != 0 || d != 0 {
 		t.Fatalf("after the run: queue %d, DLQ %d, want both empty", n, d)

@@ -52,7 +52,9 @@
 // released name is re-created as its next incarnation while tasks of the
 // old lifetime are still queued or delivered again late: nothing running
 // only tasks of an old incarnation deletes the head or a committed object
-// of the current one), exactly one release intent per incarnation
+// of the current one), head-owner (a head is deleted only inside the
+// Manifest Publisher's retirement, which the tombstone cleanup requests;
+// no function deletes one), exactly one release intent per incarnation
 // (release-dependencies) and lineage-incarnation (re-created lifetimes are
 // restored and confirmed too, and confirmations of a dropped lifetime are
 // recorded late: GC judges a head only by a confirmation the operator

@@ -38,6 +38,12 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 			t.Fatalf("a duration on the demo's clock is listed as a metric: %s", k)
 		}
 	}
+	// Issue 16 item 1: the rewrite figures are the metrics' (whatever
+	// dimensions they carry).
+	if r := sum.Rewrites; r.Cutovers == 0 || float64(r.Cutovers) != metricTotal(sum.Metrics, "handoff.CutoversAccepted") || r.Merges == 0 ||
+		r.TasksEnqueued == 0 {
+		t.Fatalf("rewrite figures %+v; metrics %+v", r, sum.Metrics)
+	}
 	// Issue 16 item 5: the cost model attributes every function's AWS
 	// requests (by its own signing identity) and prices them.
 	for fn, fc := range sum.Cost.Functions {

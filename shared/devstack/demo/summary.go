@@ -88,17 +88,13 @@ type RewriteFigures struct {
 // rewriteFigures derives the rewrite figures from the summed metrics and
 // the enqueued tasks.
 func rewriteFigures(s *Summary) RewriteFigures {
-	m := s.Metrics
+	m := func(name string) int { return int(metricTotal(s.Metrics, name)) }
 	f := RewriteFigures{
 		TasksEnqueued:      s.TasksByKind["compaction"] + s.TasksByKind["lifecycle_transition"],
-		Cutovers:           int(m["handoff.CutoversAccepted"]),
-		Merges:             int(m["compaction.CompactionsRun"] + m["compaction.LifecycleTransitions"]),
-		MergesDroppedStale: int(m["compaction.StaleResultsDropped"] + m["handoff.StaleResultsDropped"] + m["handoff.RejectedDeleteGain"]),
-	}
-	for k, v := range m {
-		if strings.HasPrefix(k, "compaction.RewriteStartDeferred") {
-			f.QuietWaits += int(v)
-		}
+		Cutovers:           m("handoff.CutoversAccepted"),
+		Merges:             m("compaction.CompactionsRun") + m("compaction.LifecycleTransitions"),
+		MergesDroppedStale: m("compaction.StaleResultsDropped") + m("handoff.StaleResultsDropped") + m("handoff.RejectedDeleteGain"),
+		QuietWaits:         m("compaction.RewriteStartDeferred"),
 	}
 	if f.Cutovers > 0 {
 		f.TasksPerCutover = float64(f.TasksEnqueued) / float64(f.Cutovers)
@@ -113,6 +109,18 @@ func rewriteFigures(s *Summary) RewriteFigures {
 		}
 	}
 	return f
+}
+
+// metricTotal is a metric summed over its dimension values
+// ("Function.Metric" and every "Function.Metric|Dim=Value").
+func metricTotal(m map[string]float64, name string) float64 {
+	var t float64
+	for k, v := range m {
+		if k == name || strings.HasPrefix(k, name+"|") {
+			t += v
+		}
+	}
+	return t
 }
 
 // recorder collects invocations through the stack's hook.

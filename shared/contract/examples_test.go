@@ -51,7 +51,7 @@ func examples() map[string]any {
 		"head.json":                 head,
 		"manifest-root.json":        root,
 		"manifest-part.json":        part,
-		"task.json":                 task,
+		"task.json":                 task.WithFacts(facts),
 		"lease.json":                contract.Lease{TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, LeaseEpoch: 2, LeaseExpiryUnixMs: 1764400216000, Holder: "compaction/2026-11-29/abc", AcquiredAtUnixMs: 1764400096000},
 		"completion-rewrite.json":   contract.Completion{SchemaVersion: 1, TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, CCSFactsVersion: 3, CCSFactsDigest: contract.FactsDigest(task.Kind, facts), LeaseEpoch: 2, Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: 1764400096000, FinishedAtUnixMs: 1764400101000, BytesRead: 96426, BytesWritten: 48213, Coverage: &cov},
 		"completion-cleanup.json":   contract.Completion{SchemaVersion: 1, TaskID: contract.TaskID(contract.KindTombstoneCleanup, "orders", 9, rootSum, 4), Kind: contract.KindTombstoneCleanup, Collection: "orders", BaseManifestVersion: 9, BaseManifestChecksum: rootSum, CCSFactsVersion: 4, CCSFactsDigest: contract.FactsDigest(contract.KindTombstoneCleanup, tombstoned), Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Deleted: []string{out.Key}, AlreadyGone: 1, Complete: true}},

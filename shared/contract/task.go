@@ -50,6 +50,14 @@ type Task struct {
 	BaseManifestVersion  uint64 `json:"base_manifest_version"`
 	BaseManifestChecksum string `json:"base_manifest_checksum"`
 	CCSFactsVersion      uint64 `json:"ccs_facts_version"`
+	// CCSFactsDigest is FactsDigest of the facts at CCSFactsVersion for
+	// the task's kind (absent: not known when it was enqueued). An
+	// executor compares it with current CCS facts before it starts, so
+	// work whose facts already changed is dropped early and an unrelated
+	// facts change does not drop it; the handoff's check (and the
+	// publisher's at its head CAS) stays the authority. Not part of the
+	// identity (it is a function of the pinned facts version).
+	CCSFactsDigest string `json:"ccs_facts_digest,omitempty"`
 	// SweepUnixMs distinguishes repeated sweeps of an unchanged head (GC
 	// re-checks deferred debt on every reconciliation); zero for tasks
 	// whose identity is the head alone.
@@ -86,6 +94,8 @@ func (t *Task) validate() error {
 		return invalid("a lifecycle_transition task needs sweep_unix_ms (the time its due objects are judged at)")
 	case t.Kind == KindRetentionReclaim && t.DueUnixMs <= 0:
 		return invalid("a retention_reclaim task needs due_unix_ms (when the retention of the window it reclaims became due)")
+	case t.CCSFactsDigest != "" && !validFactsDigest(t.CCSFactsDigest):
+		return invalid("ccs_facts_digest %q is not facts-<32 hex>", t.CCSFactsDigest)
 	case t.Kind != KindRetentionReclaim && t.DueUnixMs != 0:
 		return invalid("due_unix_ms is only for retention_reclaim tasks (task_kind %q)", t.Kind)
 	case t.TaskID != sweepTaskID(t.Kind, t.Collection, t.Inc(), t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion, t.SweepUnixMs):
@@ -123,6 +133,16 @@ func sweepTaskID(kind TaskKind, collection string, incarnation, version uint64, 
 	}
 	h := sha256.Sum256([]byte(id))
 	return fmt.Sprintf("%s-%s-%sv%d-%s", strings.ReplaceAll(string(kind), "_", ""), collection, inc, version, hex.EncodeToString(h[:8]))
+}
+
+// WithFacts returns the task carrying the digest of f for its kind when f
+// are the facts it pins (same collection, incarnation and facts version);
+// otherwise the task unchanged.
+func (t Task) WithFacts(f CollectionFacts) Task {
+	if f.Collection == t.Collection && f.Inc() == t.Inc() && f.FactsVersion == t.CCSFactsVersion {
+		t.CCSFactsDigest = FactsDigest(t.Kind, f)
+	}
+	return t
 }
 
 // In returns the task for incarnation (its identity recomputed).

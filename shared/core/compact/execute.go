@@ -255,6 +255,7 @@ func (e *Executor) takeRewrite(ctx context.Context, task contract.Task, now time
 		fresh = contract.NewTask(task.Kind, task.Collection, head.Version, head.ManifestChecksum, task.CCSFactsVersion, now.UnixMilli())
 	}
 	fresh = fresh.In(head.Inc())
+	fresh.CCSFactsDigest = task.CCSFactsDigest // the same facts version
 	e.metrics.Add("TasksRebasedToHead", 1)
 	e.log.Info("task planned against the head found", "task", task.TaskID, "base", task.BaseManifestVersion, "head", head.Version, "as", fresh.TaskID)
 	return fresh
@@ -330,8 +331,9 @@ func (e *Executor) headMoved(ctx context.Context, task contract.Task) (string, e
 
 // revalidate returns a non-empty reason when the task is stale: the head is
 // no longer its base (version and checksum) or the CCS facts it carried
-// changed. Before the work (planned nil) any facts change counts: the
-// facts must be the task's facts_version. After the work only the facts
+// changed. Before the work (planned nil) a task carrying a facts digest is
+// judged by it (only what its kind depends on counts); one without must
+// find the task's exact facts_version. After the work only the facts
 // its kind depends on count (contract.FactsDependencies, compared with
 // planned, the facts read before the work): a retention change does not
 // waste a finished compaction. It returns the facts it read (zero without
@@ -354,7 +356,12 @@ func (e *Executor) revalidate(ctx context.Context, task contract.Task, planned *
 			return f, "", fmt.Errorf("revalidate %s: read CCS facts: %w", task.TaskID, err)
 		}
 		switch {
-		case planned == nil && f.FactsVersion != task.CCSFactsVersion:
+		case planned == nil && task.CCSFactsDigest != "" && f.FactsVersion != task.CCSFactsVersion && contract.FactsDigest(task.Kind, f) != task.CCSFactsDigest:
+			// The task carries the digest of the facts it was planned
+			// under: only a change of what its kind depends on drops it.
+			return f, fmt.Sprintf("CCS facts v%d changed what %s depends on since v%d (the task's digest): now %s", f.FactsVersion, task.Kind, task.CCSFactsVersion,
+				contract.DescribeFacts(task.Kind, f)), nil
+		case planned == nil && task.CCSFactsDigest == "" && f.FactsVersion != task.CCSFactsVersion:
 			return f, fmt.Sprintf("CCS facts are v%d, task carried v%d", f.FactsVersion, task.CCSFactsVersion), nil
 		case planned != nil && contract.FactsDigest(task.Kind, f) != contract.FactsDigest(task.Kind, *planned):
 			return f, fmt.Sprintf("CCS facts v%d changed what %s depends on since v%d: now %s", f.FactsVersion, task.Kind, task.CCSFactsVersion,

@@ -261,6 +261,7 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 		return Result{Collection: collection}, err
 	}
 	now := o.now()
+	read := facts // as CCS answered: the tasks' digests are of these
 	if facts.Inc() != head.Inc() {
 		// The facts describe another lifetime of the name than the head
 		// (CCS re-created or dropped it and the head is not its yet):
@@ -293,7 +294,7 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 		own, prev, res.Previous = true, Observed{}, 0
 		o.metrics.Add("OwnWritesRecognised", 1)
 	case errors.Is(err, store.ErrConditionFailed):
-		return o.absorbed(ctx, res, prev, head, root, facts, reconciling)
+		return o.absorbed(ctx, res, prev, head, root, facts, read, reconciling)
 	case err != nil:
 		return res, fmt.Errorf("advance observed state of %s to v%d: %w", collection, head.Version, err)
 	}
@@ -312,7 +313,7 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 		o.metrics.Add("RewritesCoalesced", 1)
 	}
 	if len(res.Tasks) > 0 {
-		if err := o.queue.Enqueue(ctx, res.Tasks); err != nil {
+		if err := o.enqueue(ctx, res.Tasks, read); err != nil {
 			// A retried event re-derives the tasks from the recorded head
 			// (absorbed); the revert makes it an advance again where it can.
 			if own {
@@ -357,7 +358,7 @@ func (g *observationIDs) next() string {
 	return g.prefix + "-" + strconv.FormatUint(g.n.Add(1), 10)
 }
 
-func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head, root contract.Manifest, facts contract.CollectionFacts, reconciling bool) (Result, error) {
+func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head, root contract.Manifest, facts, read contract.CollectionFacts, reconciling bool) (Result, error) {
 	if prev.Version > head.Version || prev.Version == head.Version && prev.Checksum != head.ManifestChecksum {
 		// The head just re-read is below (or beside) what was observed: a
 		// head regression (or a race with a newer observation). GC re-reads
@@ -365,7 +366,7 @@ func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head
 		// alarmed); a sweep now makes that prompt.
 		o.metrics.Add("HeadBelowObserved", 1)
 		t := contract.NewSweepTask(contract.KindGC, head.Collection, head.Version, head.ManifestChecksum, res.FactsVersion, o.now().UnixMilli()).In(head.Inc())
-		if err := o.queue.Enqueue(ctx, []contract.Task{t}); err != nil {
+		if err := o.enqueue(ctx, []contract.Task{t}, read); err != nil {
 			return res, fmt.Errorf("enqueue a gc sweep of %s (head v%d below observed v%d): %w", head.Collection, head.Version, prev.Version, err)
 		}
 		res.Tasks = append(res.Tasks, t)
@@ -383,7 +384,7 @@ func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head
 		if o.guards.DuplicateRederive {
 			tasks := o.rederive(head, root, facts, prev)
 			if len(tasks) > 0 {
-				if err := o.queue.Enqueue(ctx, tasks); err != nil {
+				if err := o.enqueue(ctx, tasks, read); err != nil {
 					return res, fmt.Errorf("re-enqueue %d tasks of %s v%d: %w", len(tasks), head.Collection, head.Version, err)
 				}
 				res.Tasks = append(res.Tasks, tasks...)
@@ -418,6 +419,17 @@ func (o *Observer) rederive(head contract.Head, root contract.Manifest, facts co
 	st.FactsVersion = facts.FactsVersion
 	st.Debt = o.debt(root, facts, at)
 	return o.tasks(head, st, at)
+}
+
+// enqueue sends tasks, each carrying the digest of the facts its kind
+// depends on when facts (as CCS answered) are the version it pins
+// (contract.Task.WithFacts): an executor then drops early only work whose
+// facts changed.
+func (o *Observer) enqueue(ctx context.Context, tasks []contract.Task, facts contract.CollectionFacts) error {
+	for i := range tasks {
+		tasks[i] = tasks[i].WithFacts(facts)
+	}
+	return o.queue.Enqueue(ctx, tasks)
 }
 
 func (o *Observer) readFacts(ctx context.Context, collection string) (contract.CollectionFacts, error) {

@@ -177,7 +177,7 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 		}
 	}
 	if len(tasks) > 0 {
-		if err := o.queue.Enqueue(ctx, tasks); err != nil {
+		if err := o.enqueue(ctx, tasks, facts); err != nil {
 			o.metrics.Add("ReconcileFailures", 1)
 			return rep, fmt.Errorf("reconcile %s: enqueue %d tasks: %w", collection, len(tasks), err)
 		}
@@ -458,7 +458,7 @@ func (o *Observer) reconcileTombstone(ctx context.Context, facts contract.Collec
 		// through it; the task still deletes what remains of it.
 	}
 	t := contract.NewSweepTask(contract.KindTombstoneCleanup, c, version, checksum, facts.FactsVersion, o.now().UnixMilli()).In(inc)
-	if err := o.queue.Enqueue(ctx, []contract.Task{t}); err != nil {
+	if err := o.enqueue(ctx, []contract.Task{t}, facts); err != nil {
 		return nil, fmt.Errorf("enqueue tombstone cleanup of %s incarnation %d: %w", c, inc, err)
 	}
 	return []contract.Task{t}, nil

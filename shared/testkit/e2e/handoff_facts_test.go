@@ -326,3 +326,65 @@ func TestUnrelatedFactsChangesWasteNoWork(t *testing.T) {
 	}
 	cxVerify(t, env, "c1")
 }
+
+// Issue 18 leftover: the task message carries the digest of the CCS facts
+// its kind depends on (ccs_facts_digest, set by the observer from the
+// facts it read), so the executor drops early only work whose facts
+// changed: a retention change between the enqueue and the start does not
+// drop a compaction carrying the digest (one without it, judged by
+// facts_version alone, is dropped), and a tombstone does.
+func TestTaskCarriesFactsDigestForEarlyDrop(t *testing.T) {
+	env := cxStart(t, localenv.Options{NoDelivery: true, HoldS3Events: true})
+	ctx := context.Background()
+	if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	cxAppend(t, env, "c1", 4)
+	if _, err := env.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var task contract.Task
+	for _, b := range cxReceive(t, env, resources.QueueCompaction) {
+		if tk, err := contract.DecodeTask("compaction", []byte(b)); err == nil && tk.Kind == contract.KindCompaction {
+			task = tk
+		}
+	}
+	f, err := env.CCS.Facts(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.TaskID == "" || task.CCSFactsDigest != contract.FactsDigest(contract.KindCompaction, f) || task.CCSFactsVersion != f.FactsVersion {
+		t.Fatalf("the observer's compaction task must carry the digest of facts v%d: %+v", f.FactsVersion, task)
+	}
+	g := guard.All()
+	cxRegisterCompaction(env, app.CompactionOptions{Guards: &g})
+	run := func(tk contract.Task) int {
+		b, err := contract.Encode(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failed, _ := cxInvoke(t, env, resources.FnCompaction, string(b)); len(failed) > 0 {
+			t.Fatal("compaction failed")
+		}
+		return len(cxReceive(t, env, resources.QueueHandoff))
+	}
+	// An unrelated change (retention) before the start.
+	changeFacts(t, env, "c1", func(f *contract.CollectionFacts) { f.Lifecycle.RetentionMs = time.Hour.Milliseconds() })
+	// (another identity: a task's lease is taken once)
+	noDigest := contract.NewSweepTask(contract.KindCompaction, "c1", task.BaseManifestVersion, task.BaseManifestChecksum, task.CCSFactsVersion, env.Now().UnixMilli())
+	if n := run(noDigest); n != 0 {
+		t.Fatalf("a task without a digest is judged by facts_version: %d completions", n)
+	}
+	if n := run(task); n != 1 {
+		t.Fatalf("the task carrying its digest was dropped by an unrelated facts change: %d completions", n)
+	}
+	// A change of what compaction depends on drops it before any work.
+	changeFacts(t, env, "c1", func(f *contract.CollectionFacts) {
+		f.Tombstoned, f.ReservationHorizonUnixMs = true, env.Now().UnixMilli()
+	})
+	again := contract.NewSweepTask(contract.KindCompaction, "c1", task.BaseManifestVersion, task.BaseManifestChecksum, task.CCSFactsVersion, env.Now().UnixMilli()+time.Hour.Milliseconds())
+	again.CCSFactsDigest = task.CCSFactsDigest
+	if n := run(again); n != 0 || cxMetric(env, "StaleTasksSkipped") != 2 {
+		t.Fatalf("a tombstone before the start must drop the task as stale: %d completions; metrics %s", n, env.Metrics.String())
+	}
+}

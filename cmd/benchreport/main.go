@@ -141,6 +141,31 @@ type report struct {
 	Pairs       []pair       `json:"pairs"`
 	Acceptance  []check      `json:"acceptance"`
 	ListErrors  string       `json:"list_errors,omitempty"`
+	// Cost is the cost model BenchmarkCostModel wrote (issue 16 item 5),
+	// as it wrote it: per unit of work AWS requests by API, GB-seconds and
+	// USD, USD per million commits, the price table's date and source.
+	Cost json.RawMessage `json:"cost_model,omitempty"`
+}
+
+// costEnv names the file BenchmarkCostModel (shared/testkit/e2e) writes
+// its cost model to; the report renders it.
+const costEnv = "BCC_BENCH_COST_JSON"
+
+// costModel is the part of BenchmarkCostModel's file the report renders.
+type costModel struct {
+	PriceDate   string             `json:"price_table_date"`
+	PriceRegion string             `json:"price_table_region"`
+	PriceSource string             `json:"price_table_source"`
+	Collections int                `json:"collections"`
+	Commits     int                `json:"commits"`
+	USDPerM     float64            `json:"usd_per_million_commits"`
+	Caveat      string             `json:"caveat"`
+	Units       map[string]float64 `json:"units"`
+	PerUnit     map[string]struct {
+		Requests  map[string]float64 `json:"aws_requests"`
+		GBSeconds float64            `json:"gb_seconds"`
+		USD       float64            `json:"usd"`
+	} `json:"per_unit"`
 }
 
 func main() {
@@ -182,6 +207,14 @@ func run(outDir string, count int, benchtime, benchRE, pkgRE, timeout string) er
 	if listErr != nil {
 		rep.ListErrors = listErr.Error()
 	}
+	costPath, err := filepath.Abs(filepath.Join(outDir, "cost-model.json"))
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(costPath)
+	if err := os.Setenv(costEnv, costPath); err != nil {
+		return err
+	}
 	failed := false
 	for _, pkg := range pkgs {
 		bt := benchtime
@@ -196,6 +229,9 @@ func run(outDir string, count int, benchtime, benchRE, pkgRE, timeout string) er
 	}
 	rep.Pairs = pairs(rep.Packages)
 	rep.Acceptance = acceptance(rep.Packages)
+	if b, err := os.ReadFile(costPath); err == nil && json.Valid(b) {
+		rep.Cost = b
+	}
 	rep.Seconds = time.Since(started).Seconds()
 	md := markdown(rep)
 	fmt.Print(md)
@@ -515,6 +551,7 @@ func markdown(r *report) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", c.Check, c.Where, c.Metric, v, c.Target, met)
 	}
+	costMarkdown(&b, r.Cost)
 	fmt.Fprintf(&b, "\n## Ratios against baselines\n\n| Package | Benchmark | Baseline | Metric | Benchmark value | Baseline value | Ratio |\n|---|---|---|---|---:|---:|---:|\n")
 	for _, p := range r.Pairs {
 		units := map[string]bool{}
@@ -583,4 +620,49 @@ func indentQuote(s string) string {
 		lines[i] = "> " + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// costMarkdown renders the cost model (issue 16 item 5): one column per
+// unit of work, one row per AWS API, then GB-seconds and USD.
+func costMarkdown(b *strings.Builder, raw json.RawMessage) {
+	fmt.Fprintf(b, "\n## Cost model (issue 16 item 5)\n\n")
+	var c costModel
+	if len(raw) == 0 || json.Unmarshal(raw, &c) != nil {
+		fmt.Fprintf(b, "Not measured (BenchmarkCostModel in shared/testkit/e2e did not run).\n")
+		return
+	}
+	fmt.Fprintf(b, "BenchmarkCostModel: %d collections, %d commits on the embedded stack. Prices: %s, %s (`demo.PriceTable`: %s). %s.\n\n",
+		c.Collections, c.Commits, c.PriceDate, c.PriceRegion, c.PriceSource, c.Caveat)
+	fmt.Fprintf(b, "**USD per million commits: %s**\n\n", num(c.USDPerM))
+	units := []string{"committed_head", "compaction", "transition", "gc_task", "reconciled_collection"}
+	apis := map[string]bool{}
+	for _, u := range units {
+		for api := range c.PerUnit[u].Requests {
+			apis[api] = true
+		}
+	}
+	fmt.Fprintf(b, "| per unit |")
+	for _, u := range units {
+		fmt.Fprintf(b, " %s (%s) |", u, num(c.Units[u]))
+	}
+	fmt.Fprintf(b, "\n|---|%s\n", strings.Repeat("---:|", len(units)))
+	sorted := make([]string, 0, len(apis))
+	for api := range apis {
+		sorted = append(sorted, api)
+	}
+	slices.Sort(sorted)
+	row := func(name string, v func(u string) float64) {
+		fmt.Fprintf(b, "| %s |", name)
+		for _, u := range units {
+			fmt.Fprintf(b, " %s |", num(v(u)))
+		}
+		fmt.Fprintf(b, "\n")
+	}
+	for _, api := range sorted {
+		row(api, func(u string) float64 { return c.PerUnit[u].Requests[api] })
+	}
+	row("Lambda GB-seconds", func(u string) float64 { return c.PerUnit[u].GBSeconds })
+	row("USD", func(u string) float64 { return c.PerUnit[u].USD })
+	fmt.Fprintf(b, "\nUnits: a committed head = the observer in the commit phase; a compaction = compaction and handoff functions in the commit phase; a transition = the same in the transition phase (with any compaction that phase's append made due: %s rewrites for %s transitions); a GC task = the GC function in the GC phase; a reconciled collection = the observer there.\n",
+		num(c.Units["rewrites_in_transition_phase"]), num(c.Units["transition"]))
 }

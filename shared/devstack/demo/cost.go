@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"maps"
 	"strings"
 	"sync"
 
@@ -61,15 +62,19 @@ type CostModel struct {
 	Caveat               string  `json:"caveat"`
 }
 
-// costMeter counts, per function, AWS requests and invocation time.
-type costMeter struct {
+// CostMeter counts, per function, AWS requests (by the signing identity
+// Credentials gives each function) and invocation time: the one
+// accounting behind `make demo`'s cost_model and `make bench`'s cost
+// rows (BenchmarkCostModel).
+type CostMeter struct {
 	mu   sync.Mutex
 	fns  map[string]*FunctionCost
 	keys map[string]string // access key -> function
 }
 
-func newCostMeter() *costMeter {
-	m := &costMeter{fns: map[string]*FunctionCost{}, keys: map[string]string{}}
+// NewCostMeter returns a meter of the four functions.
+func NewCostMeter() *CostMeter {
+	m := &CostMeter{fns: map[string]*FunctionCost{}, keys: map[string]string{}}
 	for _, f := range []string{resources.FnObserver, resources.FnCompaction, resources.FnGC, resources.FnHandoff} {
 		m.fns[f] = &FunctionCost{Requests: map[string]int{}}
 		m.keys[costKey(f)] = f
@@ -79,9 +84,9 @@ func newCostMeter() *costMeter {
 
 func costKey(fn string) string { return "DEMO" + strings.ToUpper(fn) }
 
-// credentials gives each function its own identity, so that every request
-// it makes is attributed to it.
-func (m *costMeter) credentials() map[string]aws.CredentialsProvider {
+// Credentials gives each function its own identity, so that every request
+// it makes is attributed to it (localenv.Options.FunctionCredentials).
+func (m *CostMeter) Credentials() map[string]aws.CredentialsProvider {
 	out := map[string]aws.CredentialsProvider{}
 	for fn := range m.fns {
 		out[fn] = credentials.NewStaticCredentialsProvider(costKey(fn), "demo-secret-"+fn, "")
@@ -89,7 +94,8 @@ func (m *costMeter) credentials() map[string]aws.CredentialsProvider {
 	return out
 }
 
-func (m *costMeter) call(c localaws.Call) {
+// Call counts one AWS request (localenv.Options.OnCall).
+func (m *CostMeter) Call(c localaws.Call) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if fn, ok := m.keys[c.AccessKey]; ok {
@@ -97,7 +103,8 @@ func (m *costMeter) call(c localaws.Call) {
 	}
 }
 
-func (m *costMeter) invocation(inv localaws.Invocation) {
+// Invocation counts one invocation and its run time (Stack.OnInvoke).
+func (m *CostMeter) Invocation(inv localaws.Invocation) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	fc, ok := m.fns[inv.Function]
@@ -136,12 +143,12 @@ func price(op string) float64 {
 	return 0
 }
 
-// model prices what the meter counted; units are the units of work per
+// Model prices what the meter counted; units are the units of work per
 // function and commits the appends committed.
-func (m *costMeter) model(units map[string]float64, commits int) CostModel {
+func (m *CostMeter) Model(units map[string]float64, commits int) CostModel {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cm := CostModel{PriceDate: PriceTable.Date, PriceSource: PriceTable.Source, Functions: m.fns, PerUnit: map[string]map[string]float64{},
+	cm := CostModel{PriceDate: PriceTable.Date, PriceSource: PriceTable.Source, Functions: maps.Clone(m.fns), PerUnit: map[string]map[string]float64{},
 		Caveat: "run time is measured on the embedded stack in one process on a shared 2-core machine (not Lambda); requests are the functions' own, stand-ins excluded"}
 	total := 0.0
 	for fn, fc := range m.fns {
@@ -162,4 +169,51 @@ func (m *costMeter) model(units map[string]float64, commits int) CostModel {
 		cm.USDPerMillionCommits = total / float64(commits) * 1e6
 	}
 	return cm
+}
+
+// Reset forgets what the meter counted (a new phase of a benchmark); a
+// CostModel returned before keeps its figures.
+func (m *CostMeter) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for fn := range m.fns {
+		m.fns[fn] = &FunctionCost{Requests: map[string]int{}}
+	}
+}
+
+// UnitCost is what one unit of work cost: AWS requests by API, Lambda
+// GB-seconds and USD (PriceTable).
+type UnitCost struct {
+	Requests  map[string]float64 `json:"aws_requests"`
+	GBSeconds float64            `json:"gb_seconds"`
+	USD       float64            `json:"usd"`
+}
+
+// Per divides what functions fns used in the model by units.
+func (cm CostModel) Per(units float64, fns ...string) UnitCost {
+	u := UnitCost{Requests: map[string]float64{}}
+	if units <= 0 {
+		return u
+	}
+	for _, fn := range fns {
+		fc := cm.Functions[fn]
+		if fc == nil {
+			continue
+		}
+		for op, n := range fc.Requests {
+			u.Requests[op] += float64(n) / units
+		}
+		u.GBSeconds += fc.GBSeconds / units
+		u.USD += fc.USD / units
+	}
+	return u
+}
+
+// USD is what the model's functions cost together.
+func (cm CostModel) USD() float64 {
+	total := 0.0
+	for _, fc := range cm.Functions {
+		total += fc.USD
+	}
+	return total
 }

@@ -37,9 +37,9 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		PerCollection: map[string]*CollectionSummary{}, TasksByKind: map[string]int{}}
 	clock := NewClock(time.Now())
 	pol := policy.Default()
-	meter := newCostMeter()
+	meter := NewCostMeter()
 	env, err := localenv.Start(ctx, localenv.Options{Policy: &pol, Seed: opts.Seed, Now: clock.Now, Log: opts.Log,
-		FunctionCredentials: meter.credentials(), OnCall: meter.call})
+		FunctionCredentials: meter.Credentials(), OnCall: meter.Call})
 	if err != nil {
 		return sum, err
 	}
@@ -47,7 +47,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	rec := &recorder{sum: &sum}
 	env.Stack.OnInvoke(func(inv localaws.Invocation) {
 		rec.record(inv)
-		meter.invocation(inv)
+		meter.Invocation(inv)
 	})
 	fmt.Fprintf(opts.Out, "embedded AWS stack on %s (S3, DynamoDB, SQS; functions: observer, compaction, gc, handoff)\n", env.Stack.URL())
 
@@ -87,7 +87,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	fmt.Fprintf(opts.Out, "reconciliation #2 (after token lifetime, retention window and task lifetime): GC deleted what became eligible\n")
 	sum.AWSCalls = env.Stack.Counter().Since(before)
 	sum.Metrics, sum.ClockSpansMs = sumEMF(env.Metrics.String())
-	sum.Cost = meter.model(map[string]float64{
+	sum.Cost = meter.Model(map[string]float64{
 		resources.FnObserver:   sum.Metrics["observer.HeadsObserved"],
 		resources.FnCompaction: sum.Metrics["compaction.CompactionsRun"] + sum.Metrics["compaction.LifecycleTransitions"],
 		resources.FnGC:         float64(sum.Invocations[resources.FnGC]),

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/searchfabric/bcc/shared/devstack/demo"
 )
@@ -19,6 +20,7 @@ func main() {
 	seed := flag.Uint64("seed", 1, "workload seed")
 	jsonPath := flag.String("json", "out/demo-summary.json", "where to write the JSON summary")
 	verbose := flag.Bool("v", false, "log every step")
+	hot := flag.Duration("hot", 5*time.Second, "hot phase after the main job: one collection commits every 100 ms this long (0: none)")
 	flag.Parse()
 	level := slog.LevelWarn + 4 // quiet: expected retries are not news
 	if *verbose {
@@ -26,7 +28,7 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	_, err := demo.Run(context.Background(), demo.Options{Collections: *collections, Commits: *commits, Parallel: *parallel,
-		Seed: *seed, Out: os.Stdout, JSONPath: *jsonPath, Log: log})
+		Seed: *seed, Out: os.Stdout, JSONPath: *jsonPath, Log: log, Hot: *hot})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDemoRunsEndToEnd keeps `make demo` true: a smaller run of the same job
@@ -14,7 +15,7 @@ import (
 func TestDemoRunsEndToEnd(t *testing.T) {
 	var out bytes.Buffer
 	sum, err := Run(context.Background(), Options{Collections: 3, Commits: 6, Parallel: 2, Seed: 7, Out: &out,
-		JSONPath: filepath.Join(t.TempDir(), "summary.json")})
+		JSONPath: filepath.Join(t.TempDir(), "summary.json"), Hot: time.Second})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -43,6 +44,10 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 	if r := sum.Rewrites; r.Cutovers == 0 || float64(r.Cutovers) != metricTotal(sum.Metrics, "handoff.CutoversAccepted") || r.Merges == 0 ||
 		r.TasksEnqueued == 0 {
 		t.Fatalf("rewrite figures %+v; metrics %+v", r, sum.Metrics)
+	}
+	// The hot phase ran and its collection compacted (verified with the rest).
+	if h := sum.Hot; h == nil || h.HotCommits == 0 || h.HotCutovers == 0 || h.Cutovers == 0 {
+		t.Fatalf("hot phase %+v", sum.Hot)
 	}
 	// Issue 16 item 5: the cost model attributes every function's AWS
 	// requests (by its own signing identity) and prices them.

@@ -50,7 +50,9 @@ type Summary struct {
 	Cost CostModel `json:"cost_model"`
 	// Rewrites are issue 16 item 1's figures: rewrite tasks per cutover
 	// and merges dropped as stale.
-	Rewrites       RewriteFigures                `json:"rewrites"`
+	Rewrites RewriteFigures `json:"rewrites"`
+	// Hot is the hot phase's figures (nil: not run).
+	Hot            *HotFigures                   `json:"hot_workload,omitempty"`
 	PerCollection  map[string]*CollectionSummary `json:"per_collection"`
 	TasksByKind    map[string]int                `json:"tasks_enqueued_by_kind"`
 	AWSCalls       map[string]int                `json:"aws_calls"`
@@ -127,6 +129,10 @@ func metricTotal(m map[string]float64, name string) float64 {
 type recorder struct {
 	mu  sync.Mutex
 	sum *Summary
+	// hotTasks, once non-nil, counts the rewrite tasks enqueued during the
+	// hot phase, and nothing else is recorded (the summary's header and
+	// tables are the main job's).
+	hotTasks *int
 }
 
 func (r *recorder) coll(c string) *CollectionSummary {
@@ -141,6 +147,10 @@ func (r *recorder) coll(c string) *CollectionSummary {
 func (r *recorder) record(inv localaws.Invocation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.hotTasks != nil {
+		*r.hotTasks += rewriteTasks(inv)
+		return
+	}
 	r.sum.Invocations[inv.Function]++
 	if inv.Err != nil {
 		r.sum.InvocationErrors[inv.Function]++
@@ -184,6 +194,26 @@ func (r *recorder) record(inv localaws.Invocation) {
 		r.sum.HeadsAdvancedByReconcile += resp.Reconcile.Advanced
 		r.sum.ReconcileHeadsUnchanged += resp.Reconcile.Unchanged
 	}
+}
+
+// rewriteTasks counts the rewrite tasks an observer invocation enqueued.
+func rewriteTasks(inv localaws.Invocation) int {
+	var resp handler.ObserverResponse
+	if inv.Function != resources.FnObserver || inv.Err != nil || json.Unmarshal(inv.Response, &resp) != nil {
+		return 0
+	}
+	n := 0
+	for _, res := range resp.Results {
+		for _, k := range res.Tasks {
+			if k == "compaction" || k == "lifecycle_transition" {
+				n++
+			}
+		}
+	}
+	if resp.Reconcile != nil {
+		n += resp.Reconcile.Enqueued["compaction"] + resp.Reconcile.Enqueued["lifecycle_transition"]
+	}
+	return n
 }
 
 // sumEMF adds every counter of every EMF line as

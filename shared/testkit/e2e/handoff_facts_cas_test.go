@@ -85,3 +85,91 @@ func TestPublisherRefusesCutoverWhenFactsChangeDuringHeadSwap(t *testing.T) {
 		t.Logf("violation with the publisher's re-check removed (expected): %v", v)
 	})
 }
+
+// The same window for a lifecycle transition: planned under "cold after
+// 30 days", the policy changes to warm while the publisher swaps the head.
+// Refused at the CAS (stale_facts); fresh work then moves the objects to
+// warm. With the guard off the objects land in cold.
+func TestPublisherRefusesTransitionWhenPolicyChangesDuringHeadSwap(t *testing.T) {
+	bothWays(t, withoutHandoffFacts, func(t *testing.T, g guard.Set) []string {
+		clock := newCxClock()
+		env := cxStart(t, localenv.Options{NoDelivery: true, Now: clock.Now, Policy: cxPolicy(100)})
+		ctx := context.Background()
+		if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{TransitionAfterMs: (30 * day).Milliseconds(), TransitionToTier: contract.TierCold}); err != nil {
+			t.Fatal(err)
+		}
+		cxAppend(t, env, "c1", 3)
+		cxSettle(t, env)
+		clock.Advance(31 * day)
+		_, body := transitionTask(t, env, "c1")
+		cxRegisterCompaction(env, app.CompactionOptions{Guards: &g})
+		cxRegisterHandoff(env, app.HandoffOptions{Guards: &g})
+		if failed, _ := cxInvoke(t, env, resources.FnCompaction, body); len(failed) > 0 {
+			t.Fatal("transition failed")
+		}
+		bodies := cxReceive(t, env, resources.QueueHandoff)
+		if len(bodies) != 1 {
+			t.Fatalf("%d completions reported, want the transition's", len(bodies))
+		}
+		injected := false
+		env.Publisher.SetBeforeCAS(func() {
+			if !injected {
+				injected = true
+				changeFacts(t, env, "c1", func(f *contract.CollectionFacts) { f.Lifecycle.TransitionToTier = contract.TierWarm })
+			}
+		})
+		if failed, _ := cxInvoke(t, env, resources.FnHandoff, bodies...); len(failed) > 0 {
+			t.Fatal("handoff failed")
+		}
+		env.Publisher.SetBeforeCAS(nil)
+		if !injected {
+			t.Fatal("the publisher never reached its head CAS")
+		}
+		if _, objs := headObjects(t, env, "c1"); tiers(objs)[contract.TierCold] > 0 {
+			return []string{"objects moved to cold although the policy changed to warm during the head swap"}
+		}
+		if cxMetric(env, "StaleFactsDropped") != 1 {
+			t.Fatalf("StaleFactsDropped %v", cxMetric(env, "StaleFactsDropped"))
+		}
+		// Fresh work under the current policy.
+		_, body2 := transitionTask(t, env, "c1")
+		cxInvoke(t, env, resources.FnCompaction, body2)
+		cxHandoff(t, env)
+		if _, objs := headObjects(t, env, "c1"); tiers(objs)[contract.TierWarm] != 3 {
+			t.Fatalf("after fresh work: tiers %v, want 3 warm", tiers(objs))
+		}
+		cxVerify(t, env, "c1")
+		return nil
+	})
+}
+
+// An unrelated facts change during the head swap (retention, which a
+// compaction does not depend on) does not refuse the cutover: the
+// publisher compares the digest of what the kind depends on.
+func TestPublisherAcceptsCutoverWhenUnrelatedFactsChangeDuringHeadSwap(t *testing.T) {
+	env := cxStart(t, localenv.Options{NoDelivery: true})
+	cxSetup(t, env, "c1", 4)
+	_, body := cxTask(t, env, "c1")
+	g := guard.All()
+	cxRegisterCompaction(env, app.CompactionOptions{Guards: &g})
+	cxRegisterHandoff(env, app.HandoffOptions{Guards: &g})
+	if failed, _ := cxInvoke(t, env, resources.FnCompaction, body); len(failed) > 0 {
+		t.Fatal("compaction failed")
+	}
+	bodies := cxReceive(t, env, resources.QueueHandoff)
+	injected := false
+	env.Publisher.SetBeforeCAS(func() {
+		if !injected {
+			injected = true
+			changeFacts(t, env, "c1", func(f *contract.CollectionFacts) { f.Lifecycle.RetentionMs = 3_600_000 })
+		}
+	})
+	if failed, _ := cxInvoke(t, env, resources.FnHandoff, bodies...); len(failed) > 0 {
+		t.Fatal("handoff failed")
+	}
+	env.Publisher.SetBeforeCAS(nil)
+	if cuts := cxCutovers(cxLineage(t, env, "c1")); !injected || len(cuts) != 1 || cxMetric(env, "StaleFactsDropped") != 0 {
+		t.Fatalf("injected %v, %d cutovers, StaleFactsDropped %v: an unrelated facts change refused the cutover", injected, len(cuts), cxMetric(env, "StaleFactsDropped"))
+	}
+	cxVerify(t, env, "c1")
+}

@@ -11,8 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/searchfabric/bcc/shared/store"
 )
 
 // slotAttempts bounds the read-and-swap rounds of one Acquire or Release
@@ -164,13 +162,18 @@ func (s *Slots) writeSlots(ctx context.Context, class string, holders map[string
 // A holder already in the item (this acquisition's own earlier write) is
 // taken, not taken twice.
 func (s *Slots) Acquire(ctx context.Context, class, holder string, limit int, now time.Time, lease time.Duration) (SlotGrant, error) {
+	var lastErr error
 	for attempt := range slotAttempts {
 		if attempt > 0 {
 			backoff(ctx, attempt)
 		}
+		if ctx.Err() != nil {
+			return SlotGrant{}, fmt.Errorf("acquire slot of %s: %w", class, ctx.Err())
+		}
 		all, ver, exists, err := s.readSlots(ctx, class)
 		if err != nil {
-			return SlotGrant{}, err
+			lastErr = err // throttled or failed: read again
+			continue
 		}
 		holders := live(all, now)
 		if _, ok := holders[holder]; ok {
@@ -187,29 +190,40 @@ func (s *Slots) Acquire(ctx context.Context, class, holder string, limit int, no
 		}
 		holders[holder] = now.Add(lease).UnixMilli()
 		ok, err := s.writeSlots(ctx, class, holders, ver, exists, func(h map[string]int64) bool { _, in := h[holder]; return in })
-		if errors.Is(err, store.ErrAmbiguous) {
-			continue // the answer was lost: the next read shows whether it applied
-		}
 		if err != nil {
-			return SlotGrant{}, err
+			// Refused, throttled, or applied with its answer lost: the
+			// next read shows whether it applied (our holder is there).
+			lastErr = err
+			continue
 		}
 		if ok {
 			return SlotGrant{Taken: true, Holders: len(holders)}, nil
 		}
+		lastErr = nil
+	}
+	if lastErr != nil {
+		return SlotGrant{}, fmt.Errorf("acquire slot of %s: %w", class, lastErr)
 	}
 	return SlotGrant{}, fmt.Errorf("acquire slot of %s: %w", class, ErrSlotContention)
 }
 
 // Release gives holder's slot of class back (expired holders are dropped
-// on the way). A holder not in the item has nothing to release.
+// on the way). A holder not in the item has nothing to release. Failed
+// reads and writes are retried (a slot that cannot be released frees only
+// at its lease end).
 func (s *Slots) Release(ctx context.Context, class, holder string, now time.Time) error {
+	var lastErr error
 	for attempt := range slotAttempts {
 		if attempt > 0 {
 			backoff(ctx, attempt)
 		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("release slot of %s: %w", class, ctx.Err())
+		}
 		all, ver, exists, err := s.readSlots(ctx, class)
 		if err != nil {
-			return err
+			lastErr = err
+			continue
 		}
 		if _, ok := all[holder]; !ok || !exists {
 			return nil
@@ -217,15 +231,17 @@ func (s *Slots) Release(ctx context.Context, class, holder string, now time.Time
 		holders := live(all, now)
 		delete(holders, holder)
 		ok, err := s.writeSlots(ctx, class, holders, ver, exists, func(h map[string]int64) bool { _, in := h[holder]; return !in })
-		if errors.Is(err, store.ErrAmbiguous) {
-			continue
-		}
 		if err != nil {
-			return err
+			lastErr = err // the next read shows whether it applied
+			continue
 		}
 		if ok {
 			return nil
 		}
+		lastErr = nil
+	}
+	if lastErr != nil {
+		return fmt.Errorf("release slot of %s: %w", class, lastErr)
 	}
 	return fmt.Errorf("release slot of %s: %w", class, ErrSlotContention)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/compact"
 	"github.com/searchfabric/bcc/shared/core/gc"
@@ -171,6 +172,7 @@ func (w *World) consume(class string) bool {
 		resp, err = w.consumer(class, ev.Records[0].Attributes["MessageGroupId"], r).Handle(r.ctx, ev)
 		return err
 	})
+	w.checkSlots(class, crashed)
 	acked := 0
 	if !crashed && err == nil {
 		failed := map[string]bool{}
@@ -270,6 +272,72 @@ func (w *World) taskFor(st observe.Observed) bool {
 	return false
 }
 
+// gate is the fleet-wide class concurrency gate of the consumer of class
+// (the shipped slots and deferrals over the simulated DynamoDB and SQS,
+// on the invocation's skewed clock).
+func (w *World) gate(class string, r fnRun) handler.ClassGate {
+	q, _ := w.def.Queue(class)
+	fn, _ := w.def.Function(q.Consumer)
+	g := handler.GateFrom(w.pol, fn.Timeout, awsio.NewSlots(w.ddb, w.def.Table.Name), awsio.NewDeferrals(w.sqs, w.urls[class], q.MaxReceiveCount))
+	g.Now = r.now
+	return g
+}
+
+// slotKinds are the task classes whose fleet-wide concurrency is bounded.
+var slotKinds = []contract.TaskKind{contract.KindCompaction, contract.KindLifecycleTransition, contract.KindGC,
+	contract.KindRetentionReclaim, contract.KindTombstoneCleanup}
+
+// checkSlots is the class-slots invariant after a consumer invocation of
+// queue class: no class has more live holders than its limit, and every
+// live holder is a crashed invocation whose slot has not reached its lease
+// end yet (an invocation that returned gave its slot back, whatever the
+// faults on the slots item: an applied write whose answer was lost is
+// recognised, neither leaked nor taken twice). A finished invocation holds
+// nothing; the consumers still running (other actions run inside them)
+// may.
+func (w *World) checkSlots(class string, crashed bool) {
+	q, _ := w.def.Queue(class)
+	fn, _ := w.def.Function(q.Consumer)
+	lease := fn.Timeout + w.pol.ClockSkew.D()
+	if crashed {
+		// Its slot (if it took one) lives until its lease end on its own
+		// clock, at most half the skew ahead of the true clock.
+		w.crashedSlots = append(w.crashedSlots, w.t+w.pol.ClockSkew.Ms()/2+lease.Milliseconds())
+	}
+	live := 0
+	for _, end := range w.crashedSlots {
+		if end > w.t-w.pol.ClockSkew.Ms()/2 {
+			w.crashedSlots[live] = end
+			live++
+		}
+	}
+	w.crashedSlots = w.crashedSlots[:live]
+	// Other actions run inside an invocation (during a backoff, a wait):
+	// the consumers still running hold their slots.
+	for _, inv := range w.stack {
+		if inv.queue == resources.QueueCompaction || inv.queue == resources.QueueGC {
+			live++
+		}
+	}
+	slots := awsio.NewSlots(w.ddb, w.def.Table.Name)
+	for _, k := range slotKinds {
+		var holders map[string]int64
+		var err error
+		// Holders alive on the earliest clock of the deployment.
+		w.system(func() { holders, err = slots.Holders(w.ctx, string(k), time.UnixMilli(w.t-w.pol.ClockSkew.Ms()/2)) })
+		if err != nil {
+			w.violate("class-slots", "read the %s slots: %v", k, err)
+			continue
+		}
+		if limit := w.pol.Budgets.ClassConcurrency.For(k); len(holders) > limit {
+			w.violate("class-slots", "%d holders of %s slots, limit %d: %v", len(holders), k, limit, holders)
+		}
+		if len(holders) > live {
+			w.violate("class-slots", "%s slots held by %v after a %s invocation, but only %d crashed or running invocations may hold one (a leaked slot)", k, holders, class, live)
+		}
+	}
+}
+
 // sqsHandler is an SQS-triggered function's handler.
 type sqsHandler interface {
 	Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
@@ -292,7 +360,7 @@ func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 			return ctx.Err()
 		}
 		ex := compact.NewExecutor(w.bucket, checkedLeases{w: w, l: lease.New(w.leases, g)}, w.ccs, w.queues, r.now, cfg, r.m, r.log).WithRewrites(w.state).WithSleep(sleep)
-		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log).WithBatch(batch)
+		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log).WithBatch(batch).WithGate(w.gate(class, r))
 	case resources.QueueGC:
 		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: app.GCBucket{B: w.bucket}, Sweeps: w.state, Completions: w.queues,
 			Progress: w.progress, Heads: retirePort{w}}
@@ -304,7 +372,7 @@ func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 			return ctx.Err()
 		}
 		pacer := gc.NewPacer(0, 0, w.pol.GC.BatchSize, r.now, sleep)
-		return handler.NewGC(gc.New(ports, w.gcConfig(), pacer, r.now, sleep, r.m, r.log), r.m, r.out, r.now, r.log).WithBatch(batch)
+		return handler.NewGC(gc.New(ports, w.gcConfig(), pacer, r.now, sleep, r.m, r.log), r.m, r.out, r.now, r.log).WithBatch(batch).WithGate(w.gate(class, r))
 	}
 	var reclaim handoff.Reclaimer
 	if !g.AmbiguousReread {

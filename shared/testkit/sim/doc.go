@@ -58,6 +58,11 @@
 // (release-dependencies) and lineage-incarnation (re-created lifetimes are
 // restored and confirmed too, and confirmations of a dropped lifetime are
 // recorded late: GC judges a head only by a confirmation the operator
-// recorded for that head's incarnation). Checks read the in-memory stores directly, never
+// recorded for that head's incarnation), and class-slots (the fleet-wide
+// class concurrency slots: never more live holders than the class's limit,
+// and none but crashed invocations' before their lease end: an applied
+// acquire whose answer was lost is neither leaked nor taken twice; the sim
+// policy gives every class one slot, so a crashed holder defers its class's
+// other tasks, which still run: converged). Checks read the in-memory stores directly, never
 // through a faulted call.
 package sim

@@ -39,6 +39,9 @@ func Policy() policy.Policy {
 	p.Functions.CompactionTimeout = policy.Duration(40 * time.Second) // visibility 4m
 	p.Functions.GCTimeout = policy.Duration(40 * time.Second)         // visibility 4m
 	p.Functions.HandoffTimeout = policy.Duration(20 * time.Second)    // visibility 2m
+	// One slot per class: a crashed holder's slot (held until its lease
+	// end, the timeout plus clock skew) defers its class's other tasks.
+	p.Budgets.ClassConcurrency = policy.ClassConcurrency{Compaction: 1, LifecycleTransition: 1, GC: 1, RetentionReclaim: 1, TombstoneCleanup: 1}
 	return p
 }
 
@@ -166,7 +169,10 @@ type World struct {
 	leases   *awsio.LeaseTable    // ... and its leases
 	queues   *awsio.FIFOQueues
 	urls     map[string]string // queue class -> queue URL
-	dlqs     map[string]string // queue class -> DLQ URL
+	// crashedSlots are the lease ends of crashed consumers' class slots
+	// (invariant class-slots).
+	crashedSlots []int64
+	dlqs         map[string]string // queue class -> DLQ URL
 
 	pub  *publisher.Publisher
 	late *publisher.Publisher // applies queued cutovers late (base CAS, as a real publisher)

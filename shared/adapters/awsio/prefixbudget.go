@@ -17,6 +17,9 @@ import (
 // spent or wasted, never returned: the fleet stays under the rate.
 const prefixTakeWindow = 50 * time.Millisecond
 
+// maxPrefixBuckets bounds the prefixes one instance remembers.
+const maxPrefixBuckets = 4096
+
 // RequestPrefix is the prefix whose S3 request rate a key counts
 // against: collections/<c>/ for a collection's keys (every key the
 // product writes for a collection shares it, and S3 partitions a bucket
@@ -91,6 +94,12 @@ func (p *PrefixBudget) Take(ctx context.Context, write bool, key string, n int) 
 			return nil
 		}
 		b := p.buckets[name]
+		if b == nil && len(p.buckets) >= maxPrefixBuckets {
+			// A warm instance that has touched many collections forgets
+			// them (tokens in hand are wasted, never over-spent).
+			clear(p.buckets)
+			clear(p.inHand)
+		}
 		if b == nil {
 			b = NewTokenBucket(p.api, p.table, name, rate, rate, p.holder)
 			p.buckets[name] = b

@@ -92,8 +92,8 @@ func (f *CollectionFacts) validate() error {
 	}
 	for _, k := range f.ControlArtifacts {
 		// A control artifact is under the collection's control prefix:
-		// never its head (the cleanup deletes the head under its own
-		// fence), never a manifest or data key (the lineage says what
+		// never its head (the publisher retires the head at the
+		// cleanup's request), never a manifest or data key (the lineage says what
 		// those are), and the one prefix the GC role may delete there.
 		if !strings.HasPrefix(k, ControlPrefix(f.Collection)) || len(k) == len(ControlPrefix(f.Collection)) || strings.Contains(k, "..") {
 			return invalid("control artifact %q is not a key under %s", k, ControlPrefix(f.Collection))

@@ -660,7 +660,7 @@ func (r *tombRun) dependencies() []contract.Dependency {
 	pending := slices.Clone(r.facts.PendingPreconditions)
 	return []contract.Dependency{
 		{Name: contract.DepObjects, State: state(cleaned), Evidence: fmt.Sprintf("%d objects and %d never-committed outputs deleted or already gone over %d runs (%d outputs still young)", r.p.ObjectsDeleted, r.p.OutputsDeleted, r.p.Runs, r.p.YoungOutputs)},
-		{Name: contract.DepManifests, State: state(cleaned), Evidence: fmt.Sprintf("%d roots, %d parts deleted; head deleted: %v", r.p.RootsDeleted, r.p.PartsDeleted, r.p.HeadDeleted)},
+		{Name: contract.DepManifests, State: state(cleaned), Evidence: fmt.Sprintf("%d roots, %d parts deleted; head retired by the publisher: %v", r.p.RootsDeleted, r.p.PartsDeleted, r.p.HeadDeleted)},
 		{Name: contract.DepControlArtifacts, State: state(cleaned), Evidence: fmt.Sprintf("%d of %d named by CCS deleted", r.p.ArtifactsDeleted, len(r.facts.ControlArtifacts))},
 		{Name: contract.DepReservationHorizon, State: state(horizonOK), Evidence: fmt.Sprintf("horizon %d, now %d", horizon, now)},
 		{Name: contract.DepCCSPreconditions, State: state(len(pending) == 0), Evidence: "pending: [" + strings.Join(pending, ", ") + "]"},

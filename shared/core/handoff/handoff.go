@@ -471,7 +471,8 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 	}
 	if h.cfg.Guards.ReleaseDependencies {
 		// Every dependency of the graph the cleanup evaluated must be
-		// confirmed, and the cleanup deleted the incarnation's head: a
+		// confirmed, and the incarnation's head is gone (the publisher
+		// retired it at the cleanup's request): a
 		// head of the incarnation still in place (a commit that landed
 		// after the cleanup, or a cleanup that never got there) means
 		// objects and manifests remain.

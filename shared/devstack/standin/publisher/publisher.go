@@ -115,8 +115,8 @@ func (p *Publisher) Create(ctx context.Context, collection string) (contract.Hea
 
 // CreateIncarnation commits version 1 (empty) of a collection's lifetime
 // incarnation (the CCS fact): its head and every root carry it, and every
-// key it writes has its tag. The head key must be free (the previous
-// lifetime's cleanup deleted it).
+// key it writes has its tag. The head key must be free (the publisher
+// retired the previous lifetime's head at its cleanup's request, retire.go).
 func (p *Publisher) CreateIncarnation(ctx context.Context, collection string, incarnation uint64) (contract.Head, error) {
 	if !contract.ValidCollection(collection) {
 		return contract.Head{}, fmt.Errorf("create %q: invalid collection name", collection)

@@ -24,4 +24,11 @@
 // it lost as often as it likes (within the idempotency walk of recent
 // roots; older than that its base has moved on and it answers conflict,
 // nothing applied).
+//
+// Retirement (retire.go): the only removal of a head. A dropped lifetime's
+// tombstone cleanup asks for it naming the exact head it read; the head is
+// deleted with If-Match on the ETag just read, so a head written in between
+// (a re-created name's v1) is never removed, and every answer is decided
+// from the head (gone is accepted: a resend, another run, or the SDK's
+// retry of our own applied delete meeting 404).
 package publisher

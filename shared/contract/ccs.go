@@ -176,6 +176,10 @@ const (
 	IntentRecorded        = "recorded"
 	IntentAlreadyRecorded = "already_recorded"
 	IntentRejected        = "rejected"
+	// IntentStaleFacts: a collection intent's facts_version is not CCS's
+	// current one (the tombstone it was judged under changed since);
+	// nothing recorded.
+	IntentStaleFacts = "stale_facts"
 )
 
 // ReleaseIntentAnswer is CCS's reply.
@@ -191,8 +195,8 @@ func (a *ReleaseIntentAnswer) validate() error {
 	if err := checkSchema(a.SchemaVersion); err != nil {
 		return err
 	}
-	if a.Status != IntentRecorded && a.Status != IntentAlreadyRecorded && a.Status != IntentRejected {
-		return invalid("status %q is not recorded|already_recorded|rejected", a.Status)
+	if a.Status != IntentRecorded && a.Status != IntentAlreadyRecorded && a.Status != IntentRejected && a.Status != IntentStaleFacts {
+		return invalid("status %q is not recorded|already_recorded|rejected|stale_facts", a.Status)
 	}
 	return nil
 }

@@ -517,6 +517,12 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 		}
 		return Result{Outcome: OutcomeIntentRecorded, RequestID: id, Reason: ans.Status}, nil
 	}
+	if ans.Status == contract.IntentStaleFacts {
+		// The tombstone changed after our check, before CCS recorded:
+		// the owner refused at the moment of effect. A new cleanup
+		// follows the current tombstone.
+		return h.finish(c, Result{Outcome: OutcomeFactsChanged, RequestID: id, Reason: "CCS (at the record): " + ans.Reason}), nil
+	}
 	h.metrics.Add("ReleaseIntentsRejected", 1)
 	h.log.Error("release intent rejected by CCS", "collection", c.Collection, "intent", id, "reason", ans.Reason)
 	return Result{Outcome: OutcomeIntentRejected, RequestID: id, Reason: ans.Reason}, nil

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"context"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
@@ -172,4 +176,77 @@ func TestPublisherAcceptsCutoverWhenUnrelatedFactsChangeDuringHeadSwap(t *testin
 		t.Fatalf("injected %v, %d cutovers, StaleFactsDropped %v: an unrelated facts change refused the cutover", injected, len(cuts), cxMetric(env, "StaleFactsDropped"))
 	}
 	cxVerify(t, env, "c1")
+}
+
+// The same window for a release: a complete tombstone cleanup is handed
+// off, the handoff's facts check passes, and CCS replaces the tombstone
+// (a new drop, a new horizon) while the release request is in flight. CCS,
+// the owner, records a collection intent only while its facts are still
+// the version the request carries: stale_facts, nothing recorded, and the
+// handoff drops the result. With the stand-in's SkipFactsCheck mutation
+// the release of the old tombstone is recorded.
+func TestReleaseRefusedWhenTombstoneReplacedDuringTheRequest(t *testing.T) {
+	scenario := func(t *testing.T, skip bool) []string {
+		var e *gcEnv
+		replaced := false
+		e = startGCWith(t, nil, localenv.Options{OnOwnerCall: func(r *http.Request, _ string) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/release-intents") && !replaced {
+				replaced = true
+				changeFacts(t, e.Env, "c1", func(f *contract.CollectionFacts) {
+					f.Tombstoned, f.ReservationHorizonUnixMs = true, e.clk.Now().UnixMilli()
+				})
+			}
+		}})
+		e.CCS.SkipFactsCheck = skip
+		e.create("c1", contract.Lifecycle{})
+		e.add("c1", 2, 0, 0)
+		e.clk.Advance(time.Hour)
+		facts := changeFacts(t, e.Env, "c1", func(f *contract.CollectionFacts) {
+			f.Tombstoned, f.ReservationHorizonUnixMs = true, e.clk.Now().UnixMilli()
+		})
+		e.clk.Advance(3 * time.Hour)
+		e.watermark(e.clk.Now())
+		head, _ := e.Lineage.Head(e.ctx, "c1")
+		task := contract.NewTask(contract.KindTombstoneCleanup, "c1", head.Version, head.ManifestChecksum, facts.FactsVersion, e.clk.Now().UnixMilli())
+		ex, _ := e.executor(guard.All(), nil)
+		if rep, err := ex.Run(e.ctx, task); err != nil || !rep.Complete {
+			t.Fatalf("cleanup incomplete: %+v %v", rep, err)
+		}
+		bodies := receiveAll(t, e, resources.QueueHandoff)
+		if len(bodies) != 1 {
+			t.Fatalf("%d completions, want the cleanup's", len(bodies))
+		}
+		g := guard.All()
+		cxRegisterHandoff(e.Env, app.HandoffOptions{Guards: &g})
+		if failed, _ := cxInvoke(t, e.Env, resources.FnHandoff, bodies...); len(failed) > 0 {
+			t.Fatal("handoff failed")
+		}
+		if !replaced {
+			t.Fatal("no release request reached CCS: nothing was injected")
+		}
+		intents, err := e.CCS.Intents(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v []string
+		for _, in := range intents {
+			v = append(v, "intent recorded under facts v"+strconv.FormatUint(in.FactsVersion, 10)+" after the tombstone was replaced")
+		}
+		if len(v) == 0 && cxMetric(e.Env, "StaleFactsDropped") != 1 {
+			t.Fatalf("StaleFactsDropped %v", cxMetric(e.Env, "StaleFactsDropped"))
+		}
+		return v
+	}
+	t.Run("owner_checks", func(t *testing.T) {
+		if v := scenario(t, false); len(v) > 0 {
+			t.Fatalf("violation with the owner's check: %v", v)
+		}
+	})
+	t.Run("owner_without_check", func(t *testing.T) {
+		v := scenario(t, true)
+		if len(v) == 0 {
+			t.Fatal("no violation with CCS's facts check removed: the test does not prove it")
+		}
+		t.Logf("violation with CCS's facts check removed (expected): %v", v)
+	})
 }

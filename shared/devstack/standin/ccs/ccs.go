@@ -30,6 +30,11 @@ type Service struct {
 	api   DynamoAPI
 	table string
 	now   func() time.Time
+	// SkipFactsCheck records a collection release intent without
+	// comparing its facts_version with the current facts (intent.go): the
+	// gap a tombstone replaced between the coordinator's check and the
+	// record falls into. Mutation proofs only.
+	SkipFactsCheck bool
 }
 
 // New returns the stand-in over its table.
@@ -298,6 +303,10 @@ func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseI
 		return ans, nil
 	case len(f.PendingPreconditions) > 0:
 		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("preconditions pending: %v", f.PendingPreconditions)
+		return ans, nil
+	}
+	if why := s.staleFacts(req, f); why != "" {
+		ans.Status, ans.Reason = contract.IntentStaleFacts, why
 		return ans, nil
 	}
 	ans, err = s.putIntent(ctx, ans, req)

@@ -108,7 +108,7 @@ func WritePlan(w io.Writer, cfg Config) error {
 		return err
 	}
 	for _, o := range owners {
-		p("  - the %s API to accept SigV4 (API Gateway AWS_IAM, or a function URL with AWS_IAM) and its resource policy to admit the function roles; they will be allowed %s on %s",
+		p("  - the %s API to accept SigV4 (API Gateway AWS_IAM, or a function URL with AWS_IAM) and its resource policy to admit the function roles; they will be allowed %s on %s (each function only the routes it calls)",
 			o.name, strings.Join(o.actions, ","), strings.Join(o.resource, ", "))
 	}
 	if cfg.AlarmEmail == "" && cfg.AlarmTopicArn == "" {

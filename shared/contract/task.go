@@ -180,6 +180,24 @@ func NewRetentionReclaimTask(collection string, version uint64, checksum string,
 	return t
 }
 
+// NewContinuationTask is the next slice of a sweep task (gc,
+// retention_reclaim) that stopped at its bound with eligible work left:
+// the same kind, collection, incarnation, base and facts, a sweep time of
+// nowMs to the millisecond (a fresh identity, never deduplicated against
+// the sweep it continues, which carries a whole minute), enqueued at the
+// tail of the queue behind every collection already waiting.
+func NewContinuationTask(t Task, nowMs int64) Task {
+	sweep := nowMs
+	if sweep == t.SweepUnixMs || sweep%60000 == 0 {
+		sweep++ // never a minute's identity, never the task it continues
+	}
+	c := Task{SchemaVersion: SchemaVersion, Kind: t.Kind, Collection: t.Collection, Incarnation: t.Incarnation,
+		BaseManifestVersion: t.BaseManifestVersion, BaseManifestChecksum: t.BaseManifestChecksum, CCSFactsVersion: t.CCSFactsVersion,
+		SweepUnixMs: sweep, DueUnixMs: t.DueUnixMs, EnqueuedAtUnixMs: nowMs}
+	c.TaskID = sweepTaskID(c.Kind, c.Collection, c.Incarnation, c.BaseManifestVersion, c.BaseManifestChecksum, c.CCSFactsVersion, c.SweepUnixMs)
+	return c
+}
+
 // SweepMinute truncates nowMs to the minute: the sweep time of a sweep task.
 func SweepMinute(nowMs int64) int64 { return nowMs - nowMs%60000 }
 

@@ -123,6 +123,14 @@ type Compaction struct {
 	// and at the latest after StartMaxWait + StartQuiet.
 	StartQuiet   Duration `json:"start_quiet_ms"`
 	StartMaxWait Duration `json:"start_max_wait_ms"`
+	// MaxWaitBehindTransition is the scheduling policy's aging bound between the rewrite
+	// classes: a due lifecycle transition goes before compaction (both
+	// rewrite the same base, one result per base can be published), unless
+	// compaction has been due without a cutover for this long; then
+	// reconciliation schedules the compaction first and the transition
+	// follows from its head. A collection whose transitions keep coming due
+	// still gets its compaction.
+	MaxWaitBehindTransition Duration `json:"max_wait_behind_transition_ms"`
 }
 
 // GC is garbage collection's policy. TokenLifetime and RetentionWindow are
@@ -198,15 +206,16 @@ func Default() Policy {
 		OwnerTimeout:    Duration(10 * time.Second),
 		BatchStopMargin: Duration(5 * time.Second),
 		Compaction: Compaction{
-			MergeFactor:            4,
-			TargetObjectBytes:      64 << 20,
-			MaxJobInputs:           16,
-			MaxJobBytes:            1 << 30,
-			MaxLevel:               3,
-			DeleteDensityThreshold: 0.3,
-			FragmentationThreshold: 0.25,
-			StartQuiet:             Duration(time.Second),
-			StartMaxWait:           Duration(2 * time.Second),
+			MergeFactor:             4,
+			TargetObjectBytes:       64 << 20,
+			MaxJobInputs:            16,
+			MaxJobBytes:             1 << 30,
+			MaxLevel:                3,
+			DeleteDensityThreshold:  0.3,
+			FragmentationThreshold:  0.25,
+			StartQuiet:              Duration(time.Second),
+			StartMaxWait:            Duration(2 * time.Second),
+			MaxWaitBehindTransition: Duration(time.Hour),
 		},
 		GC: GC{
 			TokenLifetime:       Duration(15 * time.Minute),

@@ -56,6 +56,7 @@ func (a *applyRun) finish(now int64) Report {
 	rep.RemainingBytes = a.deferredBytes
 	rep.NextDueUnixMs = a.nextDue
 	rep.RetentionObjects, rep.RetentionDueUnixMs = a.retention, a.retentionDue
+	rep.More = a.pl.Truncated && a.pl.Blocked == ""
 	if (len(rep.Unconfirmed) > 0 || a.pl.Truncated) && (rep.NextDueUnixMs == 0 || rep.NextDueUnixMs > now) {
 		rep.NextDueUnixMs = now // more to do at once
 	}

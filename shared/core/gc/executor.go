@@ -44,7 +44,10 @@ type Report struct {
 	NextDueUnixMs      int64 `json:"next_due_unix_ms,omitempty"`
 	RetentionObjects   int64 `json:"retention_objects,omitempty"`
 	RetentionDueUnixMs int64 `json:"retention_due_unix_ms,omitempty"`
-	Complete           bool  `json:"complete"` // every cleanup dependency confirmed (tombstone)
+	// More: the sweep stopped at its bound (max_sweep_candidates) with
+	// eligible candidates left; its continuation is enqueued at once.
+	More     bool `json:"more,omitempty"`
+	Complete bool `json:"complete"` // every cleanup dependency confirmed (tombstone)
 }
 
 // Executor sweeps collections: Plan, then Apply with execution-time checks.
@@ -155,7 +158,34 @@ func (e *Executor) Run(ctx context.Context, task contract.Task) (Report, error) 
 	if len(rep.Unconfirmed) > 0 {
 		return rep, fmt.Errorf("gc of %s: %d keys: %w", c, len(rep.Unconfirmed), ErrUnconfirmed)
 	}
+	if next, ok := Continuation(task, rep, e.now()); ok && e.ports.Continuations != nil {
+		if err := e.ports.Continuations.Enqueue(ctx, []contract.Task{next}); err != nil {
+			// The next reconciliation continues instead (its debt is due now).
+			e.log.Warn("enqueue sweep continuation failed; reconciliation continues it", "collection", c, "err", err)
+		} else {
+			e.metrics.AddDim("SweepsContinued", "Kind", string(task.Kind), 1)
+		}
+	}
 	return rep, nil
+}
+
+// Continuation is the scheduling policy's rule for a sweep that stopped at
+// its bound (a pure function): one bounded slice per task, the rest as a
+// fresh task at the tail of the queue. A collection with a huge backlog
+// then holds at most one slot of its queue at a time (FIFO group = the
+// collection) and goes behind every collection already waiting after each
+// slice, so nobody waits behind it for more than one slice per collection
+// ahead, and it is not held back to one slice per reconcile interval when
+// the queue is otherwise idle. A slice that freed nothing is not
+// continued (no loop through the queue). Only gc and retention_reclaim sweeps
+// continue this way (a tombstone cleanup resumes from its cursor on every
+// reconciliation).
+func Continuation(task contract.Task, rep Report, now time.Time) (contract.Task, bool) {
+	progressed := rep.ObjectsDeleted+rep.OrphansDeleted+rep.PartsDeleted+rep.ManifestsDeleted > 0 // a slice that deleted nothing waits for reconciliation, never loops
+	if !rep.More || !progressed || rep.Refused != "" || rep.Blocked != "" || (task.Kind != contract.KindGC && task.Kind != contract.KindRetentionReclaim) {
+		return contract.Task{}, false
+	}
+	return contract.NewContinuationTask(task, now.UnixMilli()), true
 }
 
 // record emits a sweep's metrics and its disposable debt record.

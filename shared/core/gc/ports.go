@@ -153,6 +153,14 @@ type Ports struct {
 	Budget   FleetBudget
 	Progress ProgressStore // tombstone cleanup cursors (required for tombstone_cleanup tasks)
 	Heads    HeadRetirer   // the Manifest Publisher: retires a dropped incarnation's head pointer
+	// Continuations enqueue the next slice of a sweep that stopped at its
+	// bound (optional: without it the next reconciliation continues).
+	Continuations TaskQueue
+}
+
+// TaskQueue enqueues tasks to their FIFO queue.
+type TaskQueue interface {
+	Enqueue(ctx context.Context, tasks []contract.Task) error
 }
 
 // Config tunes GC.

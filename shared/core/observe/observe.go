@@ -139,6 +139,10 @@ type Config struct {
 	// (a lost one is made up for by reconciliation, which enqueues due
 	// rewrites without looking at the claims).
 	CoalesceRewrites bool
+	// CompactionMaxWait: compaction due this long without a cutover goes
+	// before a due lifecycle transition (policy compaction.max_wait_behind_transition_ms;
+	// 0: a due transition always goes first).
+	CompactionMaxWait time.Duration
 	// Paused collections get no new task from the observer or
 	// reconciliation (policy paused_collections).
 	Paused policy.CollectionSet
@@ -150,12 +154,13 @@ type Config struct {
 // imported here, its tests reach the adapters, which import this package).
 func ConfigFrom(p policy.Policy, compactionDue func(contract.Summary) bool) Config {
 	return Config{
-		CompactionDue:    compactionDue,
-		TokenLifetime:    p.GC.TokenLifetime.D(),
-		RetentionWindow:  p.GC.RetentionWindow.D(),
-		GCSweepInterval:  p.GC.SweepInterval.D(),
-		Paused:           p.PausedCollections,
-		CoalesceRewrites: true,
+		CompactionDue:     compactionDue,
+		TokenLifetime:     p.GC.TokenLifetime.D(),
+		RetentionWindow:   p.GC.RetentionWindow.D(),
+		GCSweepInterval:   p.GC.SweepInterval.D(),
+		Paused:            p.PausedCollections,
+		CompactionMaxWait: p.Compaction.MaxWaitBehindTransition.D(),
+		CoalesceRewrites:  true,
 	}
 }
 

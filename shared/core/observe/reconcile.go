@@ -195,6 +195,13 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 	return rep, nil
 }
 
+// compactionAged reports whether cur's compaction has been due without a
+// cutover for cfg.CompactionMaxWait.
+func compactionAged(cfg Config, cur Observed, nowMs int64) bool {
+	since := cur.Debt.CompactionDueSinceUnixMs
+	return cur.Debt.CompactionDue && cfg.CompactionMaxWait > 0 && since > 0 && nowMs-since >= cfg.CompactionMaxWait.Milliseconds()
+}
+
 // ClassDue is one class of work a collection owes, due since SinceUnixMs.
 type ClassDue struct {
 	Kind        contract.TaskKind `json:"kind"`
@@ -229,7 +236,7 @@ func DueClasses(cfg Config, cur Observed, res Result, nowMs int64) []ClassDue {
 	if transition {
 		out = append(out, ClassDue{Kind: contract.KindLifecycleTransition, SinceUnixMs: res.Debt.TransitionDueAtUnixMs})
 	}
-	if cur.Debt.CompactionDue && !transition {
+	if cur.Debt.CompactionDue { // owed even while a due transition goes first
 		since := cur.Debt.CompactionDueSinceUnixMs
 		if since == 0 {
 			since = cur.ObservedAtUnixMs
@@ -308,7 +315,10 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 	// transition takes precedence over compaction (see Observer.tasks).
 	stale := nowMs-cur.ObservedAtUnixMs >= cfg.GCSweepInterval.Milliseconds()
 	transition := false
-	if res.Outcome != OutcomeAdvanced && res.Debt.TransitionDue && res.Version == cur.Version && !tomb {
+	// Aging (the scheduling policy): compaction due without a cutover for
+	// CompactionMaxWait goes before a due transition.
+	aged := compactionAged(cfg, cur, nowMs)
+	if res.Outcome != OutcomeAdvanced && res.Debt.TransitionDue && res.Version == cur.Version && !tomb && !aged {
 		byObserver := cur.FactsVersion == res.FactsVersion && res.Debt.TransitionDueAtUnixMs <= contract.SweepMinute(cur.ObservedAtUnixMs) &&
 			slices.ContainsFunc(res.Tasks, func(t contract.Task) bool { return t.Kind == contract.KindLifecycleTransition })
 		transition = true
@@ -321,6 +331,9 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue && !tomb && !transition {
 		t := contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation)
 		why := "compaction due at head v%d"
+		if aged && res.Debt.TransitionDue {
+			why = "compaction due at head v%d for compaction.max_wait_behind_transition_ms: before the due lifecycle transition"
+		}
 		if stale {
 			// Still due a whole sweep interval after this head was
 			// observed: its task finished (the lease is done) without the
@@ -329,7 +342,7 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 			// under a fresh identity (racing reconciliations within one
 			// minute still collapse).
 			t = contract.NewSweepTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation)
-			why = "compaction still due a sweep interval after head v%d was observed: retried under a fresh identity"
+			why += " (still due a sweep interval after the head was observed: retried under a fresh identity)"
 			rebuild = true
 		}
 		add(t, why, cur.Version)

@@ -84,7 +84,18 @@ func GCPorts(c Config, cl Clients) gc.Ports {
 			max(c.Policy.GC.GlobalDeletesPerSec, float64(c.Policy.GC.BatchSize)), fmt.Sprintf("gc-%016x", rand.Uint64())),
 		Progress: awsio.NewProgressTable(cl.Dynamo, c.Table),
 		Heads:    headRetirer(c, cl),
+		// A sweep stopped at its bound continues at the tail of its own queue.
+		Continuations: continuations(c, cl),
 	}
+}
+
+// continuations sends a sweep's next slice to the gc queue (nil without
+// its URL: the next reconciliation continues the sweep).
+func continuations(c Config, cl Clients) gc.TaskQueue {
+	if c.QueueURLs[resources.QueueGC] == "" {
+		return nil
+	}
+	return awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)
 }
 
 // headRetirer is the publisher's head retirement (POST /retire, signed as

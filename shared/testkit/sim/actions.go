@@ -363,7 +363,7 @@ func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log).WithBatch(batch).WithGate(w.gate(class, r))
 	case resources.QueueGC:
 		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: app.GCBucket{B: w.bucket}, Sweeps: w.state, Completions: w.queues,
-			Progress: w.progress, Heads: retirePort{w}}
+			Progress: w.progress, Heads: retirePort{w}, Continuations: w.queues}
 		// Unpaced; a backoff sleep advances the simulated clock while the
 		// world moves on (the collection of a GC batch is its group).
 		sleep := func(ctx context.Context, d time.Duration) error {

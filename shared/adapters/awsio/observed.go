@@ -193,12 +193,21 @@ func (t *ObservedTable) RecordGCSweep(ctx context.Context, sw gc.SweepRecord) er
 	} else {
 		expr += " REMOVE gc_due_at"
 	}
+	cond := "attribute_exists(pk)"
+	var names map[string]string
+	if sw.HeadVersion > 0 {
+		// Only while the state still holds the head the sweep judged: an
+		// observation that advanced it meanwhile added debt the sweep
+		// never saw (it stays, due, and the next reconciliation sweeps).
+		cond += " AND #v = :hv"
+		names, vals[":hv"] = map[string]string{"#v": "version"}, unum(sw.HeadVersion)
+	}
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(sw.Collection, sw.Incarnation),
-		UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals, ConditionExpression: aws.String("attribute_exists(pk)")})
+		UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals, ExpressionAttributeNames: names, ConditionExpression: aws.String(cond)})
 	if err != nil {
 		var ccf *ddb.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
-			return nil // state was wiped; reconciliation rebuilds it
+			return nil // state wiped (reconciliation rebuilds it) or advanced past the swept head (its debt stays)
 		}
 	}
 	return translate("record gc sweep of", sw.Collection, err, true)

@@ -25,7 +25,7 @@ func (e *Executor) startApply(pl *Plan) *applyRun {
 		retention: int64(pl.RetentionDeferred), retentionDue: pl.RetentionDueUnixMs,
 		pending: map[uint64]int{},
 		fence:   &fence{lin: e.lin, c: pl.Collection, version: pl.HeadVersion, checksum: pl.HeadChecksum}}
-	a.rep = Report{Collection: pl.Collection, Incarnation: pl.Incarnation, Tombstoned: pl.Tombstoned, Blocked: pl.Blocked, AlreadyGone: pl.AlreadyGone,
+	a.rep = Report{Collection: pl.Collection, Incarnation: pl.Incarnation, HeadVersion: pl.HeadVersion, Tombstoned: pl.Tombstoned, Blocked: pl.Blocked, AlreadyGone: pl.AlreadyGone,
 		DeferredByReason: maps.Clone(pl.DeferredByReason), Deleted: []string{}}
 	if a.rep.DeferredByReason == nil {
 		a.rep.DeferredByReason = map[string]int{}

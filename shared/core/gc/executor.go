@@ -19,6 +19,7 @@ var ErrUnconfirmed = errors.New("deletes not confirmed")
 type Report struct {
 	Collection       string            `json:"collection"`
 	Incarnation      uint64            `json:"incarnation,omitempty"`
+	HeadVersion      uint64            `json:"head_version,omitempty"` // the head the sweep judged
 	Tombstoned       bool              `json:"tombstoned"`
 	Blocked          string            `json:"blocked,omitempty"`
 	Refused          string            `json:"refused,omitempty"`
@@ -203,7 +204,7 @@ func (e *Executor) record(ctx context.Context, rep Report) {
 		return
 	}
 	if e.ports.Sweeps != nil {
-		sw := SweepRecord{Collection: rep.Collection, Incarnation: rep.Incarnation, RemainingObjects: rep.RemainingObjects - rep.RetentionObjects,
+		sw := SweepRecord{Collection: rep.Collection, Incarnation: rep.Incarnation, HeadVersion: rep.HeadVersion, RemainingObjects: rep.RemainingObjects - rep.RetentionObjects,
 			RemainingBytes: rep.RemainingBytes, NextDueUnixMs: rep.NextDueUnixMs, RetentionObjects: rep.RetentionObjects,
 			RetentionDueUnixMs: rep.RetentionDueUnixMs, SweptAtUnixMs: e.now().UnixMilli()}
 		if err := e.ports.Sweeps.RecordGCSweep(ctx, sw); err != nil {

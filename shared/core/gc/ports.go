@@ -96,9 +96,15 @@ type Memory interface {
 // lifecycle retention window (RetentionObjects, due at
 // RetentionDueUnixMs), which reconciliation schedules as its own class
 // (retention_reclaim).
+//
+// HeadVersion is the head the sweep judged: the record replaces the debt
+// only while the observed state still holds that head. An observation that
+// advanced the state meanwhile added debt this sweep never saw; replacing
+// it would lose that debt until the next periodic sweep.
 type SweepRecord struct {
 	Collection                           string
 	Incarnation                          uint64
+	HeadVersion                          uint64
 	RemainingObjects, RemainingBytes     int64
 	NextDueUnixMs                        int64
 	RetentionObjects, RetentionDueUnixMs int64

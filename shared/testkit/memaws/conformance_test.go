@@ -395,7 +395,15 @@ func TestDynamoSweepRecordClearsTheDueTime(t *testing.T) {
 			Debt: observe.Debt{GCObjects: 3, GCDueAtUnixMs: 5000}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, RetentionObjects: 2, RetentionDueUnixMs: 9000, SweptAtUnixMs: 6000}); err != nil {
+		// A sweep that judged another head than the recorded one replaces
+		// nothing (the recorded debt may hold what it never saw).
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 2, SweptAtUnixMs: 5500}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ot.Get(ctx, "c", 1); err != nil || got.Debt.GCObjects != 3 || got.Debt.GCDueAtUnixMs != 5000 {
+			t.Fatalf("after a sweep of another head: %+v %v, want the debt kept", got.Debt, err)
+		}
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 1, RetentionObjects: 2, RetentionDueUnixMs: 9000, SweptAtUnixMs: 6000}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := ot.Get(ctx, "c", 1)

@@ -123,13 +123,14 @@ type Compaction struct {
 	// and at the latest after StartMaxWait + StartQuiet.
 	StartQuiet   Duration `json:"start_quiet_ms"`
 	StartMaxWait Duration `json:"start_max_wait_ms"`
-	// MaxWaitBehindTransition is the scheduling policy's aging bound between the rewrite
-	// classes: a due lifecycle transition goes before compaction (both
-	// rewrite the same base, one result per base can be published), unless
-	// compaction has been due without a cutover for this long; then
-	// reconciliation schedules the compaction first and the transition
-	// follows from its head. A collection whose transitions keep coming due
-	// still gets its compaction.
+	// MaxWaitBehindTransition is the scheduling policy's aging bound between
+	// the rewrite classes: a due lifecycle transition goes before compaction
+	// (both rewrite the same base, one result per base can be published)
+	// until compaction has been due without a cutover for this long; from
+	// then on the two take turns of this length, compaction first. A
+	// collection whose transitions keep coming due still gets its
+	// compaction, and a compaction that never lands does not hold the
+	// transition back for good.
 	MaxWaitBehindTransition Duration `json:"max_wait_behind_transition_ms"`
 }
 

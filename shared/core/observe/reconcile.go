@@ -195,11 +195,20 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 	return rep, nil
 }
 
-// compactionAged reports whether cur's compaction has been due without a
-// cutover for cfg.CompactionMaxWait.
+// compactionAged reports whether cur's compaction goes before a due
+// transition now: once compaction has been due without a cutover for
+// cfg.CompactionMaxWait, the two classes take turns of CompactionMaxWait
+// each, compaction first. Turns, not "oldest first": a compaction the
+// observer judges due but the planner finds nothing to merge in never
+// lands a cutover, and must not hold a due transition back for good.
+// Neither class of a collection waits more than twice CompactionMaxWait
+// for a turn while the other is due.
 func compactionAged(cfg Config, cur Observed, nowMs int64) bool {
-	since := cur.Debt.CompactionDueSinceUnixMs
-	return cur.Debt.CompactionDue && cfg.CompactionMaxWait > 0 && since > 0 && nowMs-since >= cfg.CompactionMaxWait.Milliseconds()
+	since, w := cur.Debt.CompactionDueSinceUnixMs, cfg.CompactionMaxWait.Milliseconds()
+	if !cur.Debt.CompactionDue || w <= 0 || since <= 0 || nowMs-since < w {
+		return false
+	}
+	return (nowMs-since-w)%(2*w) < w
 }
 
 // ClassDue is one class of work a collection owes, due since SinceUnixMs.

@@ -9,8 +9,10 @@ import (
 
 // The aging rule between the rewrite classes: a due transition goes before
 // compaction until compaction has been due without a cutover for
-// compaction.max_wait_behind_transition_ms; then compaction goes first (a collection whose
-// transitions keep coming due still gets its compaction).
+// compaction.max_wait_behind_transition_ms; then the classes take turns of
+// that length, compaction first (a collection whose transitions keep coming
+// due still gets its compaction; a compaction that never lands does not
+// hold the transition back for good).
 func TestPlanReconcileAgesCompactionPastADueTransition(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.CompactionMaxWait = time.Hour
@@ -23,7 +25,9 @@ func TestPlanReconcileAgesCompactionPastADueTransition(t *testing.T) {
 	}{
 		{"due 10 minutes", now - (10 * time.Minute).Milliseconds(), contract.KindLifecycleTransition},
 		{"due exactly max_wait", now - time.Hour.Milliseconds(), contract.KindCompaction},
-		{"due 3 hours", now - (3 * time.Hour).Milliseconds(), contract.KindCompaction},
+		{"due 1h59m: compaction's turn", now - (119 * time.Minute).Milliseconds(), contract.KindCompaction},
+		{"due 2h30m: the transition's turn", now - (150 * time.Minute).Milliseconds(), contract.KindLifecycleTransition},
+		{"due 3 hours: compaction's turn again", now - (3 * time.Hour).Milliseconds(), contract.KindCompaction},
 	} {
 		cur := Observed{Collection: "c1", Version: 5, ObservedAtUnixMs: now - 1000,
 			Debt: Debt{CompactionDue: true, CompactionDueSinceUnixMs: tc.since, GCSweptAtUnixMs: now - 1000}}

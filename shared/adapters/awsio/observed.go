@@ -179,6 +179,23 @@ func (t *ObservedTable) TakeRewrite(ctx context.Context, collection string, inca
 	return translate("take the pending rewrite of", collection, err, true)
 }
 
+// RecordCompactionIdle records that a compaction worker planned the full
+// object set of head version/checksum and found nothing, only while the
+// item still records that head (a newer head is judged afresh; a wiped
+// state is rebuilt by reconciliation).
+func (t *ObservedTable) RecordCompactionIdle(ctx context.Context, collection string, incarnation, version uint64, checksum string) error {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(collection, incarnation),
+		UpdateExpression:          aws.String("SET compaction_idle_version = :v, compaction_idle_checksum = :c"),
+		ConditionExpression:       aws.String("#v = :v AND checksum = :c"),
+		ExpressionAttributeNames:  map[string]string{"#v": "version"},
+		ExpressionAttributeValues: map[string]ddb.AttributeValue{":v": unum(version), ":c": str(checksum)}})
+	var ccf *ddb.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	return translate("record compaction idle of", collection, err, true)
+}
+
 // RecordGCSweep replaces the GC debt with what a finished sweep left: the
 // GC debt (gc_objects, gc_due_at) and the lifecycle retention window
 // (retention_objects, retention_due_at; 0: none), which reconciliation
@@ -229,6 +246,9 @@ func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
 	if o.RewriteClaims > 0 {
 		item["rewrite_claims"], item["rewrite_taken"] = num(o.RewriteClaims), num(o.RewriteTaken)
 	}
+	if o.CompactionIdleVersion > 0 {
+		item["compaction_idle_version"], item["compaction_idle_checksum"] = unum(o.CompactionIdleVersion), str(o.CompactionIdleChecksum)
+	}
 	item["expires_at"] = num(time.UnixMilli(o.ObservedAtUnixMs).Add(stateTTL).Unix())
 	item["obs_id"] = str(o.ObservationID)
 	return item
@@ -246,6 +266,7 @@ func decodeObserved(collection string, item map[string]ddb.AttributeValue) obser
 	o.FactsVersion = getU(item, "facts_version")
 	o.ObservationID = getS(item, "obs_id")
 	o.RewriteClaims, o.RewriteTaken = getN(item, "rewrite_claims"), getN(item, "rewrite_taken")
+	o.CompactionIdleVersion, o.CompactionIdleChecksum = getU(item, "compaction_idle_version"), getS(item, "compaction_idle_checksum")
 	o.Debt = observe.Debt{
 		Objects: getN(item, "objects"), Bytes: getN(item, "bytes"), MaxFanOut: getN(item, "max_fan_out"),
 		DeleteDensity: getF(item, "delete_density"), CompactionDue: getB(item, "compaction_due"), TombstoneActive: getB(item, "tombstone"),

@@ -53,4 +53,21 @@
 //     head it takes and fenced as any.
 //   - Debt works from the manifest root's Summary alone, so the observer can
 //     score a collection without reading its parts; it approximates Plan.
+//     The summary counts a level across tiers and averages its delete
+//     density, while Plan groups per (tier, level) and judges each object:
+//     a level of 2 hot + 2 warm objects at merge factor 4 is due by the
+//     summary with nothing to plan, and one dense object can hide in its
+//     level's average. Debt and execution agree through one rule, in two
+//     steps: (1) the executor never answers "nothing" from a partial
+//     snapshot: when the levels Debt names plan nothing it plans the full
+//     object set (planStaged), so its answer is Plan's answer for the
+//     head; (2) an empty full plan is recorded against the head
+//     (Rewrites.RecordCompactionIdle), and compaction is owed only while
+//     the debt is due and the head is not recorded idle
+//     (observe.Observed.CompactionOwed): reconciliation enqueues no task,
+//     and signals no due compaction, for a head a worker found nothing in.
+//     A new head is judged afresh. The summary never misses fan-out below
+//     the top level (a (tier, level) group at the merge factor makes its
+//     level reach it); what it cannot see (a dense object in a level that
+//     is not due) waits for the next head that makes the level due.
 package compact

@@ -82,9 +82,14 @@ type ExecConfig struct {
 // object size and then PUT; never whole inputs.
 // Rewrites records that a worker took a collection's pending rewrite task
 // (observe.Observed RewriteClaims/RewriteTaken): from then on a new head
-// with a rewrite due enqueues the next one.
+// with a rewrite due enqueues the next one. RecordCompactionIdle records
+// that a compaction worker planned the full object set of a head and found
+// nothing (observe.Observed.CompactionOwed): reconciliation stops
+// enqueueing compaction for that head. A no-op when the recorded state is
+// no longer that head.
 type Rewrites interface {
 	TakeRewrite(ctx context.Context, collection string, incarnation uint64) error
+	RecordCompactionIdle(ctx context.Context, collection string, incarnation, version uint64, checksum string) error
 }
 
 type Executor struct {
@@ -275,6 +280,15 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 		return Result{}, err
 	}
 	if len(jobs) == 0 {
+		// The plan covered the full object set (planStaged): the head has
+		// no work, however its summary's debt reads. Recorded, so the
+		// same head is not enqueued again; a failure costs one more task.
+		e.metrics.Add("CompactionNothingToDo", 1)
+		if e.rewrites != nil {
+			if err := e.rewrites.RecordCompactionIdle(ctx, task.Collection, task.Incarnation, task.BaseManifestVersion, task.BaseManifestChecksum); err != nil {
+				e.log.Warn("record compaction idle failed", "task", task.TaskID, "err", err)
+			}
+		}
 		return Result{Outcome: OutcomeNothing, Reason: "nothing to compact"}, nil
 	}
 	job := jobs[0]
@@ -587,17 +601,47 @@ func (e *Executor) report1(ctx context.Context, task contract.Task, planned cont
 
 // PlanRoot loads the snapshot the plan needs from a verified root — only
 // the parts of the due levels' key ranges (data keys embed the level, so a
-// level is a contiguous range of parts) — and plans it at now. The
+// level is a contiguous range of parts) — and plans it at now; when the
+// due levels plan nothing it plans the full object set (planStaged). The
 // executor and the operator's compaction-plan both call it.
 func PlanRoot(ctx context.Context, lin *lineage.Reader, collection string, root contract.Manifest, checksum string, p Policy, now time.Time) (Snapshot, []Job, error) {
-	snap := Snapshot{Collection: collection, Version: root.Version, Checksum: checksum, Levels: Debt(root.Summary, p).PlanLevels(p)}
-	if err := lin.Each(ctx, &root, levelParts(collection, snap.Levels), func(o contract.ObjectEntry) error {
-		if snap.Levels == nil || slices.Contains(snap.Levels, o.Level) {
-			snap.Objects = append(snap.Objects, o)
+	load := func(levels []int) (Snapshot, error) {
+		snap := Snapshot{Collection: collection, Version: root.Version, Checksum: checksum, Levels: levels}
+		if err := lin.Each(ctx, &root, levelParts(collection, levels), func(o contract.ObjectEntry) error {
+			if levels == nil || slices.Contains(levels, o.Level) {
+				snap.Objects = append(snap.Objects, o)
+			}
+			return nil
+		}); err != nil {
+			return snap, fmt.Errorf("load snapshot of %s v%d: %w", collection, root.Version, err)
 		}
-		return nil
-	}); err != nil {
-		return snap, nil, fmt.Errorf("load snapshot of %s v%d: %w", collection, root.Version, err)
+		return snap, nil
+	}
+	return planStaged(root.Summary, p, now, load)
+}
+
+// planStaged is the executor's planning, pure given load (the objects of
+// the listed levels; nil: all): the levels the summary's debt names
+// first, then, when compaction is due but those levels plan nothing, the
+// full object set. The summary counts a level across tiers and averages
+// its delete density, so it can be due while no (tier, level) group is
+// (2 hot + 2 warm objects, merge factor 4), and a single dense object can
+// hide in a level's average; re-planning on the full set makes the
+// executor's answer the full plan's answer, and "nothing" then means the
+// head has no work at all (the executor records it, see doc.go).
+func planStaged(summary contract.Summary, p Policy, now time.Time, load func(levels []int) (Snapshot, error)) (Snapshot, []Job, error) {
+	levels := Debt(summary, p).PlanLevels(p)
+	snap, err := load(levels)
+	if err != nil {
+		return snap, nil, err
+	}
+	jobs := Plan(snap, p, now)
+	if len(jobs) > 0 || len(levels) == 0 {
+		// nil: already the full set; empty: nothing is due.
+		return snap, jobs, nil
+	}
+	if snap, err = load(nil); err != nil {
+		return snap, nil, err
 	}
 	return snap, Plan(snap, p, now), nil
 }

@@ -87,6 +87,24 @@ type Observed struct {
 	// CompactionServed: this head is a rewrite's cutover, so a compaction
 	// still due restarts its due clock (Advance sets, not keeps, it).
 	CompactionServed bool
+	// CompactionIdleVersion and CompactionIdleChecksum name the head at
+	// which a compaction worker planned the full object set and found
+	// nothing (written by the executor, only while the state records that
+	// head). See CompactionOwed.
+	CompactionIdleVersion  uint64
+	CompactionIdleChecksum string
+}
+
+// CompactionOwed reports whether compaction is owed at the recorded head:
+// the summary's debt is due and no worker found the head's full plan
+// empty. The summary only approximates the plan (it counts a level across
+// tiers), so a due debt can have nothing to plan; the executor's empty
+// full plan is the last word for that head, and without it reconciliation
+// would enqueue a task that plans nothing at every pass. A new head is
+// judged afresh (the record names the old one).
+func (o Observed) CompactionOwed() bool {
+	idle := o.CompactionIdleVersion == o.Version && o.CompactionIdleChecksum == o.Checksum && o.Version != 0
+	return o.Debt.CompactionDue && !idle
 }
 
 // Debt is the background debt derived from a root: compaction from the

@@ -205,7 +205,7 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 // for a turn while the other is due.
 func compactionAged(cfg Config, cur Observed, nowMs int64) bool {
 	since, w := cur.Debt.CompactionDueSinceUnixMs, cfg.CompactionMaxWait.Milliseconds()
-	if !cur.Debt.CompactionDue || w <= 0 || since <= 0 || nowMs-since < w {
+	if !cur.CompactionOwed() || w <= 0 || since <= 0 || nowMs-since < w {
 		return false
 	}
 	return (nowMs-since-w)%(2*w) < w
@@ -225,7 +225,8 @@ type ClassDue struct {
 // so summing DueWork by Kind over a pass is each class's depth and the
 // maximum OldestDueAgeMs by Kind the age of its oldest due item.
 //
-//   - compaction: due since it became due without a cutover serving it;
+//   - compaction: due since it became due without a cutover serving it
+//     (not once a worker found the head's full plan empty: CompactionOwed);
 //   - lifecycle_transition: since the first part of another tier came due;
 //   - retention_reclaim: since the recorded retention window came due;
 //   - gc: since the recorded GC debt came due.
@@ -245,7 +246,7 @@ func DueClasses(cfg Config, cur Observed, res Result, nowMs int64) []ClassDue {
 	if transition {
 		out = append(out, ClassDue{Kind: contract.KindLifecycleTransition, SinceUnixMs: res.Debt.TransitionDueAtUnixMs})
 	}
-	if cur.Debt.CompactionDue { // owed even while a due transition goes first
+	if cur.CompactionOwed() { // owed even while a due transition goes first
 		since := cur.Debt.CompactionDueSinceUnixMs
 		if since == 0 {
 			since = cur.ObservedAtUnixMs
@@ -337,7 +338,7 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 				"lifecycle transition due since %d (enqueued by the observer: %v; observed a sweep interval ago: %v)", res.Debt.TransitionDueAtUnixMs, byObserver, stale)
 		}
 	}
-	if res.Outcome != OutcomeAdvanced && cur.Debt.CompactionDue && !tomb && !transition {
+	if res.Outcome != OutcomeAdvanced && cur.CompactionOwed() && !tomb && !transition {
 		t := contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation)
 		why := "compaction due at head v%d"
 		if aged && res.Debt.TransitionDue {

@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/devstack/localenv"
+)
+
+// The summary counts a level across tiers: after a lifecycle transition
+// level 0 holds 2 warm and 2 hot objects, merge factor 4, so the
+// observer's debt says compaction is due while no (tier, level) group
+// reaches the merge factor and the executor plans nothing. The executor
+// records that head as idle; reconciliation then enqueues no compaction
+// for it, pass after pass (a sweep interval apart, when it would otherwise
+// rebuild the task under a fresh identity), and the compaction class is
+// not signalled due (its oldest-due alarm would fire for a healthy
+// collection).
+func TestCompactionDueAcrossTiersIsNotReenqueuedForever(t *testing.T) {
+	clock := newCxClock()
+	env := cxStart(t, localenv.Options{Now: clock.Now, Policy: cxPolicy(4)})
+	ctx := context.Background()
+	toWarm := contract.Lifecycle{TransitionAfterMs: (24 * time.Hour).Milliseconds(), TransitionToTier: contract.TierWarm}
+	if err := env.Workload.Create(ctx, "c1", toWarm); err != nil {
+		t.Fatal(err)
+	}
+	cxAppend(t, env, "c1", 2)
+	cxSettle(t, env)
+	clock.Advance(25 * time.Hour)
+	cxAppend(t, env, "c1", 2) // the first two are due to move to warm
+	cxSettle(t, env)
+	_, objs := headObjects(t, env, "c1")
+	if got := tiers(objs); len(objs) != 4 || got[contract.TierWarm] != 2 || got[contract.TierHot] != 2 {
+		t.Fatalf("after the transition: %d objects %v, want 2 warm + 2 hot", len(objs), got)
+	}
+	for _, o := range objs {
+		if o.Level != 0 {
+			t.Fatalf("%s is at level %d, want every object at level 0", o.Key, o.Level)
+		}
+	}
+	head, _ := headObjects(t, env, "c1")
+	env.Metrics.Reset()
+	const passes = 6
+	for range passes {
+		clock.Advance(61 * time.Minute) // a sweep interval: a due rewrite is rebuilt
+		if _, err := env.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cxSettle(t, env)
+	}
+	runs := len(durationsDim(env, "TaskWaitMs", "Kind", string(contract.KindCompaction)))
+	due := metricDim(env, "DueWork", "Kind", string(contract.KindCompaction))
+	t.Logf("%d reconciliation passes: %d compaction tasks run, compaction signalled due %v times", passes, runs, due)
+	if runs > 0 || due > 0 {
+		t.Fatalf("%d passes over a head with nothing to compact: %d compaction tasks run, due signalled %v times; want none", passes, runs, due)
+	}
+	if h, _ := headObjects(t, env, "c1"); h.Version != head.Version {
+		t.Fatalf("head moved from v%d to v%d: nothing was due", head.Version, h.Version)
+	}
+	cxVerify(t, env, "c1")
+
+	// Two more appends: 4 hot objects reach the merge factor in their
+	// tier, and the new head is judged afresh: compaction runs.
+	cxAppend(t, env, "c1", 2)
+	cxSettle(t, env)
+	if n := cxMetric(env, "CompactionsRun"); n < 1 {
+		t.Fatalf("4 hot level-0 objects at a new head: %v compactions run, want 1", n)
+	}
+	cxVerify(t, env, "c1")
+}

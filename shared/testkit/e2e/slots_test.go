@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -152,80 +151,109 @@ func TestClassSlotOwnWriteIsRecognised(t *testing.T) {
 
 // A task that finds every slot of its class taken is deferred: it stays
 // in (or returns to) its queue, is never dropped and never reaches the
-// DLQ however often it is deferred (past the queue's maxReceiveCount), and
-// runs once a slot frees. Driven through the deployed GC handler on the
-// embedded stack.
+// DLQ however often it is deferred (past the queue's maxReceiveCount: the
+// last receives re-send it fresh to its own queue), and runs once a slot
+// frees. Driven through the deployed GC and compaction handlers on the
+// embedded stack, so under make e2e-iam each role's DeferTasks statement
+// is exercised.
 func TestDeferredTaskIsNeverDroppedAndRunsWhenASlotFrees(t *testing.T) {
-	p := policy.Default()
-	p.Budgets.ClassConcurrency.GC = 1
-	p.Budgets.DeferDelay = policy.Duration(time.Second)
-	env := start(t, localenv.Options{NoDelivery: true, HoldS3Events: true, Policy: &p})
-	ctx := context.Background()
-	if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
-		t.Fatal(err)
-	}
-	head, err := env.Workload.Append(ctx, "c1", []workload.Write{{Key: "k1", Payload: []byte("v1")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := contract.NewSweepTask(contract.KindGC, "c1", head.Version, head.ManifestChecksum, 1, time.Now().UnixMilli())
-	if err := awsio.NewFIFOQueues(env.Clients.SQS, env.Prov.QueueURLs).Enqueue(ctx, []contract.Task{task}); err != nil {
-		t.Fatal(err)
-	}
-	// Another instance runs a GC task: the class's only slot is taken.
-	slots := awsio.NewSlots(env.Clients.Dynamo, env.Config.Table)
-	if g, err := slots.Acquire(ctx, string(contract.KindGC), "other-instance", 1, time.Now(), time.Hour); err != nil || !g.Taken {
-		t.Fatalf("take the slot: %+v %v", g, err)
-	}
-	q, _ := resources.Default("bcc").Queue(resources.QueueGC)
-	deliver := func() (failed int, ok bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			resp, ok, err := env.Stack.DeliverBatch(ctx, env.Prov.QueueURLs[resources.QueueGC], resources.FnGC, 1)
+	for _, tc := range []struct {
+		kind  contract.TaskKind
+		queue string
+		fn    string
+		bound func(*policy.Policy)
+		ran   func(env *localenv.Env) bool
+	}{
+		{contract.KindGC, resources.QueueGC, resources.FnGC,
+			func(p *policy.Policy) { p.Budgets.ClassConcurrency.GC = 1 },
+			func(env *localenv.Env) bool {
+				return metricDim(env, "GCTasksRun", "Kind", string(contract.KindGC)) == 1
+			}},
+		{contract.KindCompaction, resources.QueueCompaction, resources.FnCompaction,
+			func(p *policy.Policy) {
+				p.Budgets.ClassConcurrency.Compaction = 1
+				p.Compaction.StartQuiet = 0 // only the class bound defers here
+			},
+			// One append leaves nothing to merge: the run ends without a
+			// failure and without another deferral (asserted below).
+			func(env *localenv.Env) bool { return true }},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			p := policy.Default()
+			tc.bound(&p)
+			p.Budgets.DeferDelay = policy.Duration(time.Second)
+			env := start(t, localenv.Options{NoDelivery: true, HoldS3Events: true, Policy: &p})
+			ctx := context.Background()
+			if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
+				t.Fatal(err)
+			}
+			head, err := env.Workload.Append(ctx, "c1", []workload.Write{{Key: "k1", Payload: []byte("v1")}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok {
-				var r struct{ BatchItemFailures []json.RawMessage }
-				if err := json.Unmarshal(resp, &r); err != nil && len(resp) > 0 && string(resp) != "null" {
-					t.Fatal(err)
-				}
-				return len(r.BatchItemFailures), true
+			task := contract.NewTask(tc.kind, "c1", head.Version, head.ManifestChecksum, 1, time.Now().UnixMilli())
+			if !tc.kind.Rewrites() {
+				task = contract.NewSweepTask(tc.kind, "c1", head.Version, head.ManifestChecksum, 1, time.Now().UnixMilli())
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		return 0, false
-	}
-	deferrals := q.MaxReceiveCount + 3
-	for i := range deferrals {
-		if _, ok := deliver(); !ok {
-			t.Fatalf("deferral %d: the task is gone from its queue", i)
-		}
-		if n := dlqDepth(t, env, resources.QueueGC); n != 0 {
-			t.Fatalf("after %d deferrals the DLQ holds %d messages", i+1, n)
-		}
-	}
-	if !strings.Contains(env.Metrics.String(), `"TasksDeferred"`) {
-		t.Fatalf("no TasksDeferred metric:\n%s", env.Metrics.String())
-	}
-	if err := slots.Release(ctx, string(contract.KindGC), "other-instance", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	failed, ok := deliver()
-	if !ok || failed != 0 {
-		t.Fatalf("once the slot freed the task should run: delivered %v, %d failures", ok, failed)
-	}
-	if ran := metricDim(env, "GCTasksRun", "Kind", string(contract.KindGC)); ran != 1 {
-		t.Fatalf("the deferred task ran %v times, want once", ran)
-	}
-	if d := metricDim(env, "TasksDeferred", "Kind", string(contract.KindGC)); d != float64(deferrals) {
-		t.Fatalf("TasksDeferred{Kind=gc} = %v, want %d", d, deferrals)
-	}
-	if n, d := queueDepth(t, env, resources.QueueGC), dlqDepth(t, env, resources.QueueGC); n != 0 || d != 0 {
-		t.Fatalf("after the run: queue %d, DLQ %d, want both empty", n, d)
-	}
-	if h, _ := slots.Holders(ctx, string(contract.KindGC), time.Now()); len(h) != 0 {
-		t.Fatalf("the run gave its slot back, yet holders are %v", h)
+			if err := awsio.NewFIFOQueues(env.Clients.SQS, env.Prov.QueueURLs).Enqueue(ctx, []contract.Task{task}); err != nil {
+				t.Fatal(err)
+			}
+			// Another instance runs a task of the class: its only slot is taken.
+			slots := awsio.NewSlots(env.Clients.Dynamo, env.Config.Table)
+			if g, err := slots.Acquire(ctx, string(tc.kind), "other-instance", 1, time.Now(), time.Hour); err != nil || !g.Taken {
+				t.Fatalf("take the slot: %+v %v", g, err)
+			}
+			q, _ := resources.Default("bcc").Queue(tc.queue)
+			deliver := func() (failed int, ok bool) {
+				t.Helper()
+				deadline := time.Now().Add(30 * time.Second)
+				for time.Now().Before(deadline) {
+					resp, ok, err := env.Stack.DeliverBatch(ctx, env.Prov.QueueURLs[tc.queue], tc.fn, 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if ok {
+						var r struct{ BatchItemFailures []json.RawMessage }
+						if err := json.Unmarshal(resp, &r); err != nil && len(resp) > 0 && string(resp) != "null" {
+							t.Fatal(err)
+						}
+						return len(r.BatchItemFailures), true
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				return 0, false
+			}
+			deferrals := q.MaxReceiveCount + 3
+			for i := range deferrals {
+				if _, ok := deliver(); !ok {
+					t.Fatalf("deferral %d: the task is gone from its queue", i)
+				}
+				if n := dlqDepth(t, env, tc.queue); n != 0 {
+					t.Fatalf("after %d deferrals the DLQ holds %d messages", i+1, n)
+				}
+			}
+			if d := metricDim(env, "TasksDeferred", "Kind", string(tc.kind)); d != float64(deferrals) {
+				t.Fatalf("TasksDeferred{Kind=%s} = %v, want %d", tc.kind, d, deferrals)
+			}
+			if err := slots.Release(ctx, string(tc.kind), "other-instance", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			failed, ok := deliver()
+			if !ok || failed != 0 {
+				t.Fatalf("once the slot freed the task should run: delivered %v, %d failures", ok, failed)
+			}
+			if !tc.ran(env) {
+				t.Fatalf("the deferred %s task did not run once", tc.kind)
+			}
+			if d := metricDim(env, "TasksDeferred", "Kind", string(tc.kind)); d != float64(deferrals) {
+				t.Fatalf("after the slot freed TasksDeferred{Kind=%s} = %v, want still %d", tc.kind, d, deferrals)
+			}
+			if n, d := queueDepth(t, env, tc.queue), dlqDepth(t, env, tc.queue); n != 0 || d != 0 {
+				t.Fatalf("after the run: queue %d, DLQ %d, want both empty", n, d)
+			}
+			if h, _ := slots.Holders(ctx, string(tc.kind), time.Now()); len(h) != 0 {
+				t.Fatalf("the run gave its slot back, yet holders are %v", h)
+			}
+		})
 	}
 }

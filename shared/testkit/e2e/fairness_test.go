@@ -155,3 +155,61 @@ func TestHugeGCBacklogDoesNotStarveOtherCollections(t *testing.T) {
 		}
 	}
 }
+
+// Issue 16 item 2 (priority across the rewrite classes): a collection
+// whose lifecycle transition is due and whose compaction is due too. The
+// transition goes first (both rewrite the same base) until compaction has
+// been due without a cutover for compaction.max_wait_behind_transition_ms;
+// then compaction gets its turn, and after a turn of that length the
+// transition again. Nothing runs here (no consumer): each reconciliation's
+// rewrite is read off the compaction queue.
+func TestDueCompactionGetsItsTurnBehindTransitions(t *testing.T) {
+	clock := newCxClock()
+	p := cxPolicy(4)
+	p.Compaction.MaxWaitBehindTransition = policy.Duration(90 * time.Minute)
+	env := cxStart(t, localenv.Options{NoDelivery: true, Now: clock.Now, Policy: p})
+	ctx := context.Background()
+	if err := env.Workload.Create(ctx, "c1", toCold); err != nil { // cold after 1 h
+		t.Fatal(err)
+	}
+	cxAppend(t, env, "c1", 4) // compaction due from now on
+	cxSettle(t, env)
+	cxReceive(t, env, resources.QueueCompaction) // the observer's compaction task: never run
+	rewrite := func(after time.Duration) contract.TaskKind {
+		t.Helper()
+		clock.Advance(after)
+		if _, err := env.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var kinds []contract.TaskKind
+		for _, b := range cxReceive(t, env, resources.QueueCompaction) {
+			tk, err := contract.DecodeTask("q", []byte(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds = append(kinds, tk.Kind)
+		}
+		if len(kinds) != 1 {
+			t.Fatalf("reconciliation enqueued rewrites %v, want exactly one", kinds)
+		}
+		return kinds[0]
+	}
+	for _, step := range []struct {
+		after time.Duration
+		want  contract.TaskKind
+	}{
+		{70 * time.Minute, contract.KindLifecycleTransition}, // transition due 10 min, compaction 70 min: the transition first
+		{30 * time.Minute, contract.KindCompaction},          // compaction due 100 min: its turn
+		{70 * time.Minute, contract.KindCompaction},          // 170 min: still its turn (90..180)
+		{20 * time.Minute, contract.KindLifecycleTransition}, // 190 min: the transition's turn (180..270)
+	} {
+		if got := rewrite(step.after); got != step.want {
+			t.Fatalf("after +%v: %s enqueued, want %s", step.after, got, step.want)
+		}
+	}
+	// The age of the waiting classes is on the signals meanwhile.
+	if metricDim(env, "DueWork", "Kind", string(contract.KindCompaction)) != 4 || metricDim(env, "DueWork", "Kind", string(contract.KindLifecycleTransition)) != 4 {
+		t.Fatalf("DueWork compaction %v, transition %v; want 4 passes each", metricDim(env, "DueWork", "Kind", string(contract.KindCompaction)),
+			metricDim(env, "DueWork", "Kind", string(contract.KindLifecycleTransition)))
+	}
+}

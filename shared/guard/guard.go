@@ -21,20 +21,21 @@ type Set struct {
 	IncarnationFence      bool // a task acts only on the incarnation it names; a dropped incarnation's head is deleted only while it still names it
 	ReleaseHorizon        bool // a release intent waits until CCS's reservation horizon has passed
 	LineageIncarnation    bool // an operator's lineage confirmation is kept per (collection, incarnation) and applies only to a head of its own incarnation
+	DebtAgreement         bool // the compaction executor plans the full object set before answering "nothing" and records a head whose full plan is empty, so a summary debt the plan cannot act on (a level counted across tiers) is not re-enqueued at every reconciliation pass
 }
 
 // All is every guard on: the only production setting.
 func All() Set {
 	return Set{LeaseCondition: true, BaseRevalidation: true, DeleteGainCheck: true, AmbiguousReread: true,
 		DeleteGates: true, ManifestBeforeObjects: true, ReleaseDependencies: true, OrphanOwnership: true, FreshProof: true, CutoverDeadline: true, HeadRegression: true, HandoffFacts: true, OwnWrite: true, DuplicateRederive: true, GroupIsolation: true, TransitionPerTier: true,
-		IncarnationFence: true, ReleaseHorizon: true, LineageIncarnation: true}
+		IncarnationFence: true, ReleaseHorizon: true, LineageIncarnation: true, DebtAgreement: true}
 }
 
 // Names lists the guards in a stable order (for mutation reports).
 func Names() []string {
 	return []string{"lease_condition", "base_revalidation", "delete_gain_check", "ambiguous_reread",
 		"delete_gates", "manifest_before_objects", "release_dependencies", "orphan_ownership", "fresh_proof", "cutover_deadline", "head_regression", "handoff_facts",
-		"own_write", "duplicate_rederive", "group_isolation", "transition_per_tier", "incarnation_fence", "release_horizon", "lineage_incarnation"}
+		"own_write", "duplicate_rederive", "group_isolation", "transition_per_tier", "incarnation_fence", "release_horizon", "lineage_incarnation", "debt_agreement"}
 }
 
 // Without returns All() with the named guard off; ok is false for an unknown name.
@@ -82,6 +83,8 @@ func (s Set) Off(name string) (Set, bool) {
 		s.ReleaseHorizon = false
 	case "lineage_incarnation":
 		s.LineageIncarnation = false
+	case "debt_agreement":
+		s.DebtAgreement = false
 	default:
 		return s, false
 	}

@@ -275,7 +275,7 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 	if stale != nil || err != nil {
 		return orStale(stale), err
 	}
-	_, jobs, err := PlanRoot(ctx, e.lin, task.Collection, root, task.BaseManifestChecksum, e.cfg.Policy, started)
+	_, jobs, err := planRoot(ctx, e.lin, task.Collection, root, task.BaseManifestChecksum, e.cfg.Policy, started, e.cfg.Guards.DebtAgreement)
 	if err != nil {
 		return Result{}, err
 	}
@@ -284,7 +284,7 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 		// no work, however its summary's debt reads. Recorded, so the
 		// same head is not enqueued again; a failure costs one more task.
 		e.metrics.Add("CompactionNothingToDo", 1)
-		if e.rewrites != nil {
+		if e.rewrites != nil && e.cfg.Guards.DebtAgreement {
 			if err := e.rewrites.RecordCompactionIdle(ctx, task.Collection, task.Incarnation, task.BaseManifestVersion, task.BaseManifestChecksum); err != nil {
 				e.log.Warn("record compaction idle failed", "task", task.TaskID, "err", err)
 			}
@@ -605,6 +605,12 @@ func (e *Executor) report1(ctx context.Context, task contract.Task, planned cont
 // due levels plan nothing it plans the full object set (planStaged). The
 // executor and the operator's compaction-plan both call it.
 func PlanRoot(ctx context.Context, lin *lineage.Reader, collection string, root contract.Manifest, checksum string, p Policy, now time.Time) (Snapshot, []Job, error) {
+	return planRoot(ctx, lin, collection, root, checksum, p, now, true)
+}
+
+// planRoot is PlanRoot; staged false (the debt_agreement mutation) plans
+// the due levels only.
+func planRoot(ctx context.Context, lin *lineage.Reader, collection string, root contract.Manifest, checksum string, p Policy, now time.Time, staged bool) (Snapshot, []Job, error) {
 	load := func(levels []int) (Snapshot, error) {
 		snap := Snapshot{Collection: collection, Version: root.Version, Checksum: checksum, Levels: levels}
 		if err := lin.Each(ctx, &root, levelParts(collection, levels), func(o contract.ObjectEntry) error {
@@ -616,6 +622,13 @@ func PlanRoot(ctx context.Context, lin *lineage.Reader, collection string, root 
 			return snap, fmt.Errorf("load snapshot of %s v%d: %w", collection, root.Version, err)
 		}
 		return snap, nil
+	}
+	if !staged {
+		snap, err := load(Debt(root.Summary, p).PlanLevels(p))
+		if err != nil {
+			return snap, nil, err
+		}
+		return snap, Plan(snap, p, now), nil
 	}
 	return planStaged(root.Summary, p, now, load)
 }

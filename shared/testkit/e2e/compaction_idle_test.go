@@ -7,6 +7,8 @@ import (
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
+	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/lambda/app"
 )
 
 // The summary counts a level across tiers: after a lifecycle transition
@@ -17,10 +19,25 @@ import (
 // for it, pass after pass (a sweep interval apart, when it would otherwise
 // rebuild the task under a fresh identity), and the compaction class is
 // not signalled due (its oldest-due alarm would fire for a healthy
-// collection).
+// collection). With guard debt_agreement off nothing is recorded and every
+// pass runs one more task that plans nothing.
 func TestCompactionDueAcrossTiersIsNotReenqueuedForever(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		g      guard.Set
+		wasted bool
+	}{
+		{"guarded", guard.All(), false},
+		{"debt_agreement_off", without(t, "debt_agreement"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { compactionAcrossTiers(t, tc.g, tc.wasted) })
+	}
+}
+
+func compactionAcrossTiers(t *testing.T, g guard.Set, wasted bool) {
 	clock := newCxClock()
 	env := cxStart(t, localenv.Options{Now: clock.Now, Policy: cxPolicy(4)})
+	cxRegisterCompaction(env, app.CompactionOptions{Guards: &g})
 	ctx := context.Background()
 	toWarm := contract.Lifecycle{TransitionAfterMs: (24 * time.Hour).Milliseconds(), TransitionToTier: contract.TierWarm}
 	if err := env.Workload.Create(ctx, "c1", toWarm); err != nil {
@@ -29,7 +46,9 @@ func TestCompactionDueAcrossTiersIsNotReenqueuedForever(t *testing.T) {
 	cxAppend(t, env, "c1", 2)
 	cxSettle(t, env)
 	clock.Advance(25 * time.Hour)
-	cxAppend(t, env, "c1", 2) // the first two are due to move to warm
+	cxAppend(t, env, "c1", 1) // the first two are due to move to warm: a transition
+	cxSettle(t, env)
+	cxAppend(t, env, "c1", 1) // 2 warm + 2 hot: compaction due by the summary
 	cxSettle(t, env)
 	_, objs := headObjects(t, env, "c1")
 	if got := tiers(objs); len(objs) != 4 || got[contract.TierWarm] != 2 || got[contract.TierHot] != 2 {
@@ -53,6 +72,12 @@ func TestCompactionDueAcrossTiersIsNotReenqueuedForever(t *testing.T) {
 	runs := len(durationsDim(env, "TaskWaitMs", "Kind", string(contract.KindCompaction)))
 	due := metricDim(env, "DueWork", "Kind", string(contract.KindCompaction))
 	t.Logf("%d reconciliation passes: %d compaction tasks run, compaction signalled due %v times", passes, runs, due)
+	if wasted {
+		if runs < passes || due < passes {
+			t.Fatalf("mutation: want a wasted task and a due signal at every pass, got %d tasks and %v signals in %d passes", runs, due, passes)
+		}
+		return
+	}
 	if runs > 0 || due > 0 {
 		t.Fatalf("%d passes over a head with nothing to compact: %d compaction tasks run, due signalled %v times; want none", passes, runs, due)
 	}

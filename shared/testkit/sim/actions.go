@@ -1301,6 +1301,12 @@ func (w *World) checkConverged() {
 			case st.Debt.CompactionDue && len(jobs) > 0:
 				w.violate("converged", "%s v%d still has compaction due: %d jobs (%s over %d inputs)", c, h.v, len(jobs), jobs[0].Reason, len(jobs[0].Inputs))
 				return
+			case st.CompactionOwed():
+				// Due by the summary, nothing to plan, and not recorded
+				// idle: reconciliation re-enqueues it and signals it due at
+				// every pass (invariant idle-reenqueue, at convergence).
+				w.violate("idle-reenqueue", "%s v%d: compaction is owed (the summary's debt is due, no worker recorded the head idle) but the full plan is empty", c, h.v)
+				return
 			case st.Debt.CompactionDue:
 				w.count("end-compaction-due-but-nothing-to-plan")
 			case len(jobs) > 0:

@@ -19,6 +19,7 @@ import (
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/compact"
 	"github.com/searchfabric/bcc/shared/core/lease"
 	"github.com/searchfabric/bcc/shared/store"
 	"github.com/searchfabric/bcc/shared/testkit/memaws"
@@ -181,8 +182,53 @@ func (c checkedLeases) Acquire(ctx context.Context, task contract.Task, holder s
 			return got, err
 		}
 		c.w.checkBelief("acquired", got)
+		c.w.checkIdleRun(task)
 	}
 	return got, err
+}
+
+// maxIdleRuns bounds the compaction tasks one head with nothing to compact
+// may lease in the quiescent phase: the observer's, and one more when the
+// first ran before the observed state recorded the head (its idle record
+// then names no recorded head) or its facts changed meanwhile.
+const maxIdleRuns = 3
+
+// checkIdleRun is invariant idle-reenqueue: in the quiescent phase, a head
+// whose full object set plans no compaction job (the observer's summary
+// may still call compaction due: a level counted across tiers) is leased
+// by at most maxIdleRuns compaction tasks. Reconciliation re-enqueueing
+// it at every pass (a fresh identity each sweep interval) is a livelock:
+// tasks wasted forever and a due compaction signalled for a healthy
+// collection.
+func (w *World) checkIdleRun(task contract.Task) {
+	col := w.cols[task.Collection]
+	if !w.quiet || task.Kind != contract.KindCompaction || col == nil || len(col.versions) == 0 || col.inc != contract.Lifetime(task.Incarnation) {
+		return
+	}
+	h := col.head()
+	if h.v != task.BaseManifestVersion || h.checksum != task.BaseManifestChecksum {
+		return
+	}
+	snap := compact.Snapshot{Collection: task.Collection, Version: h.v, Checksum: h.checksum}
+	for _, k := range sortedKeys(h.objects) {
+		snap.Objects = append(snap.Objects, h.objects[k])
+	}
+	if len(compact.Plan(snap, w.compactionPolicy(), time.UnixMilli(w.t))) > 0 {
+		return
+	}
+	key := fmt.Sprintf("%s#i%d v%d", task.Collection, col.inc, h.v)
+	if w.idleRuns == nil {
+		w.idleRuns = map[string]map[string]bool{}
+	}
+	if w.idleRuns[key] == nil {
+		w.idleRuns[key] = map[string]bool{}
+	}
+	w.idleRuns[key][task.TaskID] = true
+	if n := len(w.idleRuns[key]); n > maxIdleRuns {
+		w.violate("idle-reenqueue", "%s: %d compaction tasks leased a head whose full plan is empty (the last %s): re-enqueued at every pass", key, n, task.TaskID)
+	} else if n > 1 {
+		w.count(fmt.Sprintf("idle-head-leased-%d-times", n))
+	}
 }
 
 func (c checkedLeases) Extend(ctx context.Context, l contract.Lease, now time.Time, d time.Duration) (contract.Lease, error) {

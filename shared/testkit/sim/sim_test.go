@@ -76,7 +76,7 @@ var mutations = [][]string{
 	{"lease_condition"}, {"base_revalidation"}, {"delete_gain_check", "base_revalidation"}, {"ambiguous_reread"},
 	{"delete_gates"}, {"manifest_before_objects"}, {"release_dependencies"}, {"orphan_ownership"}, {"cutover_deadline"}, {"head_regression"}, {"fresh_proof"},
 	{"own_write"}, {"duplicate_rederive"}, {"group_isolation"}, {"transition_per_tier"}, {"handoff_facts"}, {"release_horizon"},
-	{"incarnation_fence"}, {"lineage_incarnation"},
+	{"incarnation_fence"}, {"lineage_incarnation"}, {"debt_agreement"},
 }
 
 // Each guard switched off is caught by the simulation within a bounded

@@ -225,6 +225,11 @@ type World struct {
 	confirmed map[string]map[uint64][]contract.LineageConfirmation
 	lateConfs []contract.LineageConfirmation
 
+	// idleRuns: per head (collection, incarnation, version, checksum)
+	// whose full plan is empty, the compaction tasks that leased it in the
+	// quiescent phase (invariant idle-reenqueue).
+	idleRuns map[string]map[string]bool
+
 	faultRate float64
 	nestRate  float64
 

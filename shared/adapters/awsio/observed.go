@@ -182,10 +182,12 @@ func (t *ObservedTable) TakeRewrite(ctx context.Context, collection string, inca
 // RecordCompactionIdle records that a compaction worker planned the full
 // object set of head version/checksum and found nothing, only while the
 // item still records that head (a newer head is judged afresh; a wiped
-// state is rebuilt by reconciliation).
+// state is rebuilt by reconciliation). The head owes no compaction, so
+// the due clock stops: the next head that is due starts it again
+// (compaction_due_since is kept across heads with if_not_exists).
 func (t *ObservedTable) RecordCompactionIdle(ctx context.Context, collection string, incarnation, version uint64, checksum string) error {
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(collection, incarnation),
-		UpdateExpression:          aws.String("SET compaction_idle_version = :v, compaction_idle_checksum = :c"),
+		UpdateExpression:          aws.String("SET compaction_idle_version = :v, compaction_idle_checksum = :c REMOVE compaction_due_since"),
 		ConditionExpression:       aws.String("#v = :v AND checksum = :c"),
 		ExpressionAttributeNames:  map[string]string{"#v": "version"},
 		ExpressionAttributeValues: map[string]ddb.AttributeValue{":v": unum(version), ":c": str(checksum)}})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
 	"github.com/searchfabric/bcc/shared/guard"
@@ -83,6 +84,14 @@ func compactionAcrossTiers(t *testing.T, g guard.Set, wasted bool) {
 	}
 	if h, _ := headObjects(t, env, "c1"); h.Version != head.Version {
 		t.Fatalf("head moved from v%d to v%d: nothing was due", head.Version, h.Version)
+	}
+	st, err := awsio.NewObservedTable(env.Clients.Dynamo, env.Prov.Def.Table.Name).Get(ctx, "c1", head.Inc())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idle := st.CompactionIdleVersion == head.Version && st.CompactionIdleChecksum == head.ManifestChecksum; idle == wasted || (!wasted && st.Debt.CompactionDueSinceUnixMs != 0) {
+		t.Fatalf("observed state: idle at v%d %s (head v%d), due since %d: want the head recorded idle and the due clock stopped (guarded only)",
+			st.CompactionIdleVersion, st.CompactionIdleChecksum, head.Version, st.Debt.CompactionDueSinceUnixMs)
 	}
 	cxVerify(t, env, "c1")
 

@@ -53,7 +53,11 @@
 // as confirmed) and proposes never-committed outputs (propose, pure). The
 // trim is planned last (planTrim, pure). A plan holds at most
 // MaxSweepCandidates deletes; a larger backlog is finished by the next
-// sweeps.
+// sweeps: a gc or retention_reclaim sweep that stopped at the bound having
+// deleted something enqueues its continuation at the tail of its queue at
+// once (Continuation: one bounded slice per task, so a huge backlog never
+// holds a consumer while other collections wait, and never waits for the
+// next reconciliation when nobody else does).
 //
 // # Every delete call rests on a fresh proof (guard.FreshProof, rule 14)
 //

@@ -262,3 +262,47 @@ func CollectionOfHeadKey(key string) (string, bool) {
 	}
 	return c, true
 }
+
+// ManifestKeyIncarnation reports whether key is a manifest root, part or
+// change part of collection c (any of the three families above, committed
+// or not: a publisher that lost its head CAS leaves a root and parts no
+// head or parent names) and returns the lifetime its incarnation tag
+// names. A dropped incarnation's cleanup finds such keys by listing: the
+// whole tagged family is the incarnation's, every other key is not.
+func ManifestKeyIncarnation(c, key string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, ManifestsPrefix(c))
+	if !ok {
+		return 0, false
+	}
+	hexLen := 0 // a root: a checksum prefix of 1..16; a part or change part: the full 64
+	if r, found := strings.CutPrefix(rest, "parts/"); found {
+		rest, hexLen = r, 64
+	} else if r, found := strings.CutPrefix(rest, "changes/"); found {
+		rest, hexLen = r, 64
+	}
+	inc := uint64(1)
+	if r, found := strings.CutPrefix(rest, "i"); found {
+		dash := strings.IndexByte(r, '-')
+		if dash <= 0 || r[0] == '0' || !allDigits(r[:dash]) {
+			return 0, false
+		}
+		if _, err := fmt.Sscanf(r[:dash], "%d", &inc); err != nil || inc < 2 {
+			return 0, false
+		}
+		rest = r[dash+1:]
+	}
+	name, ok := strings.CutSuffix(rest, ".json")
+	if !ok || len(name) < 22 || name[20] != '-' || !allDigits(name[:20]) {
+		return 0, false
+	}
+	h := name[21:]
+	if hexLen == 0 && len(h) > 16 || hexLen > 0 && len(h) != hexLen {
+		return 0, false
+	}
+	for i := 0; i < len(h); i++ {
+		if !(h[i] >= '0' && h[i] <= '9' || h[i] >= 'a' && h[i] <= 'f') {
+			return 0, false
+		}
+	}
+	return inc, true
+}

@@ -94,9 +94,19 @@
 // by the owner at the moment of effect (SYSTEM rule 1), not by the
 // coordinator's re-read. The release (after which the name can be
 // re-created) waits for the retirement.
+// A walk finds only the committed chain: the root and parts a publisher
+// left when it lost its head CAS are named by no head or parent, and once
+// the name is released nothing would ever delete them. So the manifests
+// phase also deletes, by listing, every manifest key carrying the
+// incarnation's tag (contract.ManifestKeyIncarnation), once no commit can
+// still name it (the never-committed outputs' wait).
 // The release dependency graph is then evaluated (objects, manifests,
 // control artifacts, reservation horizon: guard.ReleaseHorizon, CCS
-// preconditions); when all hold the completion goes to the handoff once
+// preconditions). Objects, manifests and artifacts are confirmed by what a
+// listing of the collection after the cleanup no longer finds of the
+// incarnation (TombstoneLeft), never by the phases having run: a key left
+// keeps its dependency pending and sends the cursor back to the outputs
+// phase. When all hold the completion goes to the handoff once
 // and the cursor is closed for good. The cursor is disposable: wiped, the
 // cleanup starts again from the head (a key already gone counts as
 // deleted).

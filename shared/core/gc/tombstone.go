@@ -17,7 +17,7 @@ import (
 const (
 	PhaseObjects   = "objects"   // data objects of the lineage (head parts, every root's removals)
 	PhaseOutputs   = "outputs"   // the coordinator's never-committed rewrite outputs of the incarnation
-	PhaseManifests = "manifests" // roots with their parts and change parts, oldest first
+	PhaseManifests = "manifests" // roots with their parts and change parts, oldest first; then every other manifest key of the incarnation
 	PhaseArtifacts = "artifacts" // the control artifacts CCS names
 	PhaseHead      = "head"      // the head pointer, while it names the incarnation
 	PhaseWaiting   = "waiting"   // cleaned; a dependency (horizon, CCS precondition) still pending
@@ -38,23 +38,33 @@ type TombstoneProgress struct {
 	// its parts, then for every root its removed change (inline: one unit;
 	// in parts: one unit per part). CursorVersion/CursorUnit name the next
 	// unit; the head it was computed under pins it (a moved head restarts).
-	CursorVersion    uint64 `json:"cursor_version,omitempty"`
-	CursorUnit       int    `json:"cursor_unit,omitempty"`
-	CursorOffset     int    `json:"cursor_offset,omitempty"` // keys of the unit already confirmed
-	HeadVersion      uint64 `json:"head_version,omitempty"`
-	HeadChecksum     string `json:"head_checksum,omitempty"`
-	Runs             int    `json:"runs"`
-	DeleteCalls      int64  `json:"delete_calls"`
-	ObjectsDeleted   int64  `json:"objects_deleted"`
-	OutputsDeleted   int64  `json:"outputs_deleted"`
-	YoungOutputs     int64  `json:"young_outputs,omitempty"`
-	RootsDeleted     int64  `json:"roots_deleted"`
-	PartsDeleted     int64  `json:"parts_deleted"`
-	ArtifactsDeleted int64  `json:"artifacts_deleted"`
-	HeadDeleted      bool   `json:"head_deleted"`
-	StartedAtUnixMs  int64  `json:"started_at_unix_ms"`
-	UpdatedAtUnixMs  int64  `json:"updated_at_unix_ms"`
-	DoneAtUnixMs     int64  `json:"done_at_unix_ms,omitempty"`
+	CursorVersion  uint64 `json:"cursor_version,omitempty"`
+	CursorUnit     int    `json:"cursor_unit,omitempty"`
+	CursorOffset   int    `json:"cursor_offset,omitempty"` // keys of the unit already confirmed
+	HeadVersion    uint64 `json:"head_version,omitempty"`
+	HeadChecksum   string `json:"head_checksum,omitempty"`
+	Runs           int    `json:"runs"`
+	DeleteCalls    int64  `json:"delete_calls"`
+	ObjectsDeleted int64  `json:"objects_deleted"`
+	OutputsDeleted int64  `json:"outputs_deleted"`
+	YoungOutputs   int64  `json:"young_outputs,omitempty"`
+	RootsDeleted   int64  `json:"roots_deleted"`
+	PartsDeleted   int64  `json:"parts_deleted"`
+	// StraysDeleted counts manifest keys of the incarnation no lineage walk
+	// finds (a publisher that lost its head CAS left a root and its parts,
+	// named by no head or parent); YoungStrays those still inside the
+	// window a commit could name them in.
+	StraysDeleted int64 `json:"stray_manifests_deleted,omitempty"`
+	YoungStrays   int64 `json:"young_stray_manifests,omitempty"`
+	// Left is what the listing after the cleanup still found of the
+	// incarnation (the release dependencies rest on it, not on the
+	// phases run); nil before a cleanup ran to its end.
+	Left             *TombstoneLeft `json:"left,omitempty"`
+	ArtifactsDeleted int64          `json:"artifacts_deleted"`
+	HeadDeleted      bool           `json:"head_deleted"`
+	StartedAtUnixMs  int64          `json:"started_at_unix_ms"`
+	UpdatedAtUnixMs  int64          `json:"updated_at_unix_ms"`
+	DoneAtUnixMs     int64          `json:"done_at_unix_ms,omitempty"`
 	// DoneFactsVersion is the CCS facts version the completion was
 	// reported under: the handoff releases only under exactly those facts,
 	// so a cursor closed under older facts is reopened (nothing is left to
@@ -67,6 +77,22 @@ type TombstoneProgress struct {
 	// save whose answer was lost is recognised as our own.
 	Seq uint64 `json:"seq"`
 	Run string `json:"run,omitempty"`
+}
+
+// TombstoneLeft is what a listing of the collection's prefix found of a
+// dropped incarnation after its cleanup ran to its end: its manifest keys
+// (roots, parts, change parts, by incarnation tag), the coordinator's own
+// rewrite outputs of its tasks, and the control artifacts CCS names. Other
+// writers' keys are not the cleanup's and are not counted.
+type TombstoneLeft struct {
+	Manifests int64  `json:"manifests"`
+	Outputs   int64  `json:"outputs"`
+	Artifacts int64  `json:"artifacts"`
+	First     string `json:"first,omitempty"` // one of them, for the evidence
+}
+
+func (l *TombstoneLeft) none() bool {
+	return l != nil && l.Manifests == 0 && l.Outputs == 0 && l.Artifacts == 0
 }
 
 // ProgressStore keeps tombstone cleanup progress.
@@ -210,7 +236,7 @@ func (e *Executor) RunTombstone(ctx context.Context, task contract.Task) (Tombst
 	err = r.clean(ctx)
 	if errors.Is(err, errYoungOutputs) {
 		r.rep.Outcome, r.rep.Phase = TombWaiting, r.p.Phase
-		r.rep.Reason = fmt.Sprintf("%d never-committed outputs may still be committed until %d", r.p.YoungOutputs, r.p.NextDueUnixMs)
+		r.rep.Reason = fmt.Sprintf("%d never-committed outputs and %d manifest keys may still be committed until %d", r.p.YoungOutputs, r.p.YoungStrays, r.p.NextDueUnixMs)
 		r.p.Dependencies = r.dependencies()
 		r.rep.Deps = r.p.Dependencies
 		return r.rep, r.save(ctx)
@@ -343,7 +369,7 @@ func (r *tombRun) objects(ctx context.Context) error {
 		return err
 	}
 	if !ok {
-		r.p.Phase = PhaseManifests
+		r.p.Phase = PhaseOutputs
 		return nil
 	}
 	if r.p.HeadVersion != w.Head.Version || r.p.HeadChecksum != w.Head.ManifestChecksum {
@@ -395,11 +421,7 @@ func (r *tombRun) outputs(ctx context.Context) error {
 		r.p.Phase = PhaseManifests
 		return nil
 	}
-	now := r.e.now()
-	wait := r.e.cfg.CutoverDeadline + 2*r.e.cfg.ClockSkew
-	if !r.e.cfg.Guards.CutoverDeadline {
-		wait = r.e.cfg.MaxTaskLifetime + r.e.cfg.ClockSkew
-	}
+	now, wait := r.e.now(), r.outputWait()
 	var due []string
 	young := int64(0)
 	var next int64
@@ -445,15 +467,31 @@ var errYoungOutputs = errors.New("never-committed outputs too young to reclaim")
 // change parts that no newer root references: the lineage stays a
 // contiguous chain from the head, so a crash leaves every remaining root
 // findable, and the head's root goes last.
+//
+// Then every other manifest key of the incarnation goes (strays): a walk
+// finds only the committed chain, and a publisher that lost its head CAS
+// left a root and parts no head or parent names; after the release nothing
+// would ever delete them.
 func (r *tombRun) manifests(ctx context.Context) error {
 	w, ok, err := r.walk(ctx)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		r.p.Phase = PhaseArtifacts
-		return nil
+	if ok {
+		if err := r.lineageRoots(ctx, w); err != nil {
+			return err
+		}
 	}
+	if err := r.strays(ctx); err != nil {
+		return err
+	}
+	r.p.Phase = PhaseArtifacts
+	return nil
+}
+
+// lineageRoots deletes the walked roots oldest first, each after its parts
+// and change parts that no newer root references.
+func (r *tombRun) lineageRoots(ctx context.Context, w lineage.Walk) error {
 	for i := len(w.Roots) - 1; i >= 0; i-- {
 		m := &w.Roots[i]
 		newer := map[string]bool{}
@@ -485,8 +523,99 @@ func (r *tombRun) manifests(ctx context.Context) error {
 		}
 		r.p.RootsDeleted++
 	}
-	r.p.Phase = PhaseArtifacts
 	return nil
+}
+
+// outputWait is how long after its write a key a late commit could still
+// name is kept: no cutover commits past its deadline (guard.CutoverDeadline).
+func (r *tombRun) outputWait() time.Duration {
+	if !r.e.cfg.Guards.CutoverDeadline {
+		return r.e.cfg.MaxTaskLifetime + r.e.cfg.ClockSkew
+	}
+	return r.e.cfg.CutoverDeadline + 2*r.e.cfg.ClockSkew
+}
+
+// strays deletes the incarnation's manifest keys a listing proposes (by
+// incarnation tag: contract.ManifestKeyIncarnation; never another
+// lifetime's, never the head), once no commit can still name them; a
+// younger one keeps the phase open, as a young output does.
+func (r *tombRun) strays(ctx context.Context) error {
+	c, inc := r.task.Collection, r.p.Incarnation
+	if r.e.ports.Lister == nil {
+		return nil
+	}
+	now, wait := r.e.now(), r.outputWait()
+	var due []string
+	young := int64(0)
+	var next int64
+	err := r.e.ports.Lister.List(ctx, contract.ManifestsPrefix(c), func(page []Listed) error {
+		for _, l := range page {
+			if got, ok := contract.ManifestKeyIncarnation(c, l.Key); !ok || got != inc {
+				continue
+			}
+			if at := l.LastModified.Add(wait); now.Before(at) {
+				young++
+				if next == 0 || at.UnixMilli() < next {
+					next = at.UnixMilli()
+				}
+				continue
+			}
+			due = append(due, l.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list the manifest keys of dropped %s incarnation %d: %w", c, inc, err)
+	}
+	n, err := r.deleteKeys(ctx, due)
+	r.p.StraysDeleted += int64(n)
+	if err != nil {
+		return err
+	}
+	r.p.YoungStrays = young
+	if young > 0 {
+		r.p.NextDueUnixMs = next
+		return errYoungOutputs
+	}
+	return nil
+}
+
+// leftovers lists the collection's prefix after a cleanup that ran to its
+// end and counts what is still the incarnation's (TombstoneLeft): the
+// release dependencies are confirmed by what is gone, not by the phases
+// that ran. Without a lister nothing is proposed and nothing is counted.
+func (r *tombRun) leftovers(ctx context.Context) (*TombstoneLeft, error) {
+	c, inc := r.task.Collection, r.p.Incarnation
+	left := &TombstoneLeft{}
+	if r.e.ports.Lister == nil {
+		return left, nil
+	}
+	artifact := map[string]bool{}
+	for _, k := range r.facts.ControlArtifacts {
+		artifact[k] = true
+	}
+	err := r.e.ports.Lister.List(ctx, contract.CollectionPrefix(c), func(page []Listed) error {
+		for _, l := range page {
+			found := true
+			if got, ok := contract.ManifestKeyIncarnation(c, l.Key); ok && got == inc {
+				left.Manifests++
+			} else if id, ok := contract.OwnedOutputTask(c, l.Key); ok && contract.TaskIncarnation(c, id) == inc {
+				left.Outputs++
+			} else if artifact[l.Key] {
+				left.Artifacts++
+			} else {
+				found = false
+			}
+			if found && left.First == "" {
+				left.First = l.Key
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list what is left of dropped %s incarnation %d: %w", c, inc, err)
+	}
+	return left, nil
 }
 
 func (r *tombRun) artifacts(ctx context.Context) error {
@@ -649,6 +778,17 @@ func (r *tombRun) dependencies() []contract.Dependency {
 		return contract.DependencyPending
 	}
 	cleaned := r.p.Phase == PhaseWaiting || r.p.Phase == PhaseDone
+	// Confirmed only by what a listing no longer finds: phases that ran to
+	// their end say nothing about a key no walk names (a publisher's
+	// uncommitted root) or one written after its phase.
+	left := r.p.Left
+	gone := func(n func(*TombstoneLeft) int64) bool { return cleaned && left != nil && n(left) == 0 }
+	leftEvidence := "; nothing of the incarnation listed"
+	if left == nil {
+		leftEvidence = "; not yet listed"
+	} else if !left.none() {
+		leftEvidence = fmt.Sprintf("; listed still: %d manifest keys, %d outputs, %d artifacts (%s)", left.Manifests, left.Outputs, left.Artifacts, left.First)
+	}
 	// The horizon is CCS's instant; this function's clock may run up to
 	// ClockSkew ahead of it, so the horizon counts as passed only that much
 	// later (the sim found releases 7-13 s early with a skewed clock).
@@ -659,9 +799,9 @@ func (r *tombRun) dependencies() []contract.Dependency {
 	}
 	pending := slices.Clone(r.facts.PendingPreconditions)
 	return []contract.Dependency{
-		{Name: contract.DepObjects, State: state(cleaned), Evidence: fmt.Sprintf("%d objects and %d never-committed outputs deleted or already gone over %d runs (%d outputs still young)", r.p.ObjectsDeleted, r.p.OutputsDeleted, r.p.Runs, r.p.YoungOutputs)},
-		{Name: contract.DepManifests, State: state(cleaned), Evidence: fmt.Sprintf("%d roots, %d parts deleted; head retired by the publisher: %v", r.p.RootsDeleted, r.p.PartsDeleted, r.p.HeadDeleted)},
-		{Name: contract.DepControlArtifacts, State: state(cleaned), Evidence: fmt.Sprintf("%d of %d named by CCS deleted", r.p.ArtifactsDeleted, len(r.facts.ControlArtifacts))},
+		{Name: contract.DepObjects, State: state(gone(func(l *TombstoneLeft) int64 { return l.Outputs })), Evidence: fmt.Sprintf("%d objects and %d never-committed outputs deleted or already gone over %d runs (%d outputs still young)%s", r.p.ObjectsDeleted, r.p.OutputsDeleted, r.p.Runs, r.p.YoungOutputs, leftEvidence)},
+		{Name: contract.DepManifests, State: state(gone(func(l *TombstoneLeft) int64 { return l.Manifests })), Evidence: fmt.Sprintf("%d roots, %d parts, %d uncommitted manifest keys deleted; head retired by the publisher: %v%s", r.p.RootsDeleted, r.p.PartsDeleted, r.p.StraysDeleted, r.p.HeadDeleted, leftEvidence)},
+		{Name: contract.DepControlArtifacts, State: state(gone(func(l *TombstoneLeft) int64 { return l.Artifacts })), Evidence: fmt.Sprintf("%d of %d named by CCS deleted%s", r.p.ArtifactsDeleted, len(r.facts.ControlArtifacts), leftEvidence)},
 		{Name: contract.DepReservationHorizon, State: state(horizonOK), Evidence: fmt.Sprintf("horizon %d, now %d", horizon, now)},
 		{Name: contract.DepCCSPreconditions, State: state(len(pending) == 0), Evidence: "pending: [" + strings.Join(pending, ", ") + "]"},
 	}
@@ -684,9 +824,27 @@ func allConfirmed(deps []contract.Dependency) bool {
 
 // finish evaluates the dependencies after a cleanup that ran to its end:
 // all confirmed, the completion is reported, then the cursor is closed.
+//
+// A listing after the cleanup says what is left of the incarnation first
+// (TombstoneLeft): anything left keeps its dependency pending and sends
+// the cursor back to the outputs phase, so the next run deletes it.
 func (r *tombRun) finish(ctx context.Context, task contract.Task) error {
+	left, err := r.leftovers(ctx)
+	if err != nil {
+		if serr := r.save(ctx); serr != nil {
+			r.e.log.Warn("save tombstone progress failed", "collection", task.Collection, "err", serr)
+		}
+		return err
+	}
+	r.p.Left = left
 	deps := r.dependencies()
 	r.p.Dependencies, r.rep.Deps = deps, deps
+	if !left.none() {
+		r.e.metrics.Add("TombstoneKeysLeftAfterCleanup", 1)
+		r.e.log.Warn("keys of the dropped incarnation left after its cleanup; cleaning again", "collection", task.Collection,
+			"incarnation", r.p.Incarnation, "manifests", left.Manifests, "outputs", left.Outputs, "artifacts", left.Artifacts, "first", left.First)
+		r.p.Phase, r.p.NextDueUnixMs = PhaseOutputs, r.e.now().Add(r.e.cfg.RetryAfter).UnixMilli()
+	}
 	if !allConfirmed(deps) && r.e.cfg.Guards.ReleaseDependencies { // off: mutation proof only (the handoff's check is the other half)
 		r.rep.Outcome, r.rep.Phase = TombWaiting, r.p.Phase
 		if at := r.releaseAfter(); at > r.e.now().UnixMilli() {

@@ -768,6 +768,9 @@ func (w *World) releaseBlocker(c string) string {
 		if k == contract.HeadKey(c) || contract.IsDataKey(c, k) || col.committed[k] {
 			return k
 		}
+		if inc, ok := contract.ManifestKeyIncarnation(c, k); ok && inc == contract.Lifetime(col.inc) {
+			return k // a root or part of the lifetime no head or parent names (a publisher's lost CAS): still the lifetime's
+		}
 	}
 	return ""
 }

@@ -239,8 +239,8 @@ func (e env) status(ctx context.Context) (int, error) {
 			fmt.Fprintf(w, "%-16s %-13s lineage confirmed for incarnation %d (head v%d) by %s at %s\n", "", "", l.Incarnation, l.HeadVersion, l.ConfirmedBy, time.UnixMilli(l.ConfirmedAtUnixMs).UTC().Format(time.RFC3339))
 		}
 		if ob := c.Current.Observed; ob != nil && (ob.Debt.CompactionDue || ob.Debt.GCObjects > 0) {
-			due := fmt.Sprint(ob.CompactionOwed())
-			if ob.Debt.CompactionDue && !ob.CompactionOwed() {
+			due := fmt.Sprint(ob.CompactionOwed(""))
+			if ob.Debt.CompactionDue && !ob.CompactionOwed("") {
 				due = "false (due by the summary; a worker found nothing to compact at this head)"
 			}
 			fmt.Fprintf(w, "%-16s %-13s debt: %d objects %d bytes, compaction due %s, gc %d objects\n", "", "", ob.Debt.Objects, ob.Debt.Bytes, due, ob.Debt.GCObjects)

@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/awslimit"
@@ -132,6 +135,16 @@ type Compaction struct {
 	// compaction, and a compaction that never lands does not hold the
 	// transition back for good.
 	MaxWaitBehindTransition Duration `json:"max_wait_behind_transition_ms"`
+}
+
+// Fingerprint names the planning rule's parameters (what the planner and
+// the summary's debt judge by; not the start or aging timing). A record
+// that a head has nothing to compact holds only under the fingerprint it
+// was made under: after a policy change the head is judged again.
+func (c Compaction) Fingerprint() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d/%d/%d/%d/%g/%g", c.MergeFactor, c.TargetObjectBytes, c.MaxJobInputs, c.MaxJobBytes,
+		c.MaxLevel, c.DeleteDensityThreshold, c.FragmentationThreshold))
+	return hex.EncodeToString(sum[:8])
 }
 
 // GC is garbage collection's policy. TokenLifetime and RetentionWindow are

@@ -199,3 +199,29 @@ func TestPausedCollections(t *testing.T) {
 	}
 	expectFields(t, func() error { _, err := policy.Parse([]byte(`{"paused_collections": ["Bad Name"]}`)); return err }(), "paused_collections[0]")
 }
+
+// The compaction fingerprint changes with every planning parameter and
+// not with the start or aging timing.
+func TestCompactionFingerprint(t *testing.T) {
+	base := policy.Default().Compaction
+	for name, f := range map[string]func(*policy.Compaction){
+		"merge_factor":             func(c *policy.Compaction) { c.MergeFactor++ },
+		"target_object_bytes":      func(c *policy.Compaction) { c.TargetObjectBytes++ },
+		"max_job_inputs":           func(c *policy.Compaction) { c.MaxJobInputs++ },
+		"max_job_bytes":            func(c *policy.Compaction) { c.MaxJobBytes++ },
+		"max_level":                func(c *policy.Compaction) { c.MaxLevel++ },
+		"delete_density_threshold": func(c *policy.Compaction) { c.DeleteDensityThreshold += 0.01 },
+		"fragmentation_threshold":  func(c *policy.Compaction) { c.FragmentationThreshold += 0.01 },
+	} {
+		c := base
+		f(&c)
+		if c.Fingerprint() == base.Fingerprint() {
+			t.Errorf("%s changed, fingerprint did not", name)
+		}
+	}
+	c := base
+	c.StartQuiet += 1
+	if c.Fingerprint() != base.Fingerprint() {
+		t.Error("start_quiet_ms changed the planning fingerprint")
+	}
+}

@@ -185,12 +185,12 @@ func (t *ObservedTable) TakeRewrite(ctx context.Context, collection string, inca
 // state is rebuilt by reconciliation). The head owes no compaction, so
 // the due clock stops: the next head that is due starts it again
 // (compaction_due_since is kept across heads with if_not_exists).
-func (t *ObservedTable) RecordCompactionIdle(ctx context.Context, collection string, incarnation, version uint64, checksum string) error {
+func (t *ObservedTable) RecordCompactionIdle(ctx context.Context, collection string, incarnation, version uint64, checksum, policy string) error {
 	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(collection, incarnation),
-		UpdateExpression:          aws.String("SET compaction_idle_version = :v, compaction_idle_checksum = :c REMOVE compaction_due_since"),
+		UpdateExpression:          aws.String("SET compaction_idle_version = :v, compaction_idle_checksum = :c, compaction_idle_policy = :p REMOVE compaction_due_since"),
 		ConditionExpression:       aws.String("#v = :v AND checksum = :c"),
 		ExpressionAttributeNames:  map[string]string{"#v": "version"},
-		ExpressionAttributeValues: map[string]ddb.AttributeValue{":v": unum(version), ":c": str(checksum)}})
+		ExpressionAttributeValues: map[string]ddb.AttributeValue{":v": unum(version), ":c": str(checksum), ":p": str(policy)}})
 	var ccf *ddb.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return nil
@@ -250,6 +250,7 @@ func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
 	}
 	if o.CompactionIdleVersion > 0 {
 		item["compaction_idle_version"], item["compaction_idle_checksum"] = unum(o.CompactionIdleVersion), str(o.CompactionIdleChecksum)
+		item["compaction_idle_policy"] = str(o.CompactionIdlePolicy)
 	}
 	item["expires_at"] = num(time.UnixMilli(o.ObservedAtUnixMs).Add(stateTTL).Unix())
 	item["obs_id"] = str(o.ObservationID)
@@ -269,6 +270,7 @@ func decodeObserved(collection string, item map[string]ddb.AttributeValue) obser
 	o.ObservationID = getS(item, "obs_id")
 	o.RewriteClaims, o.RewriteTaken = getN(item, "rewrite_claims"), getN(item, "rewrite_taken")
 	o.CompactionIdleVersion, o.CompactionIdleChecksum = getU(item, "compaction_idle_version"), getS(item, "compaction_idle_checksum")
+	o.CompactionIdlePolicy = getS(item, "compaction_idle_policy")
 	o.Debt = observe.Debt{
 		Objects: getN(item, "objects"), Bytes: getN(item, "bytes"), MaxFanOut: getN(item, "max_fan_out"),
 		DeleteDensity: getF(item, "delete_density"), CompactionDue: getB(item, "compaction_due"), TombstoneActive: getB(item, "tombstone"),

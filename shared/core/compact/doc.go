@@ -70,8 +70,9 @@
 //     the top level (a (tier, level) group at the merge factor makes its
 //     level reach it); what it cannot see (a dense object in a level that
 //     is not due) waits for the next head that makes the level due. The
-//     idle record names a head, not a policy: a policy change is acted on
-//     at the collection's next head. Guard debt_agreement (its mutation:
+//     idle record names the head and the planning policy's fingerprint
+//     (policy.Compaction.Fingerprint): after a policy change the head is
+//     owed and planned again. Guard debt_agreement (its mutation:
 //     due levels only, no record) is caught by the simulation's
 //     idle-reenqueue invariant.
 package compact

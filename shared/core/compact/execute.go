@@ -55,14 +55,17 @@ type Reporter interface {
 // ExecConfigFrom is the executor's configuration under a validated
 // coordinator policy, with guards g.
 func ExecConfigFrom(p policy.Policy, g guard.Set) ExecConfig {
-	return ExecConfig{Policy: PolicyFrom(p.Compaction), LeaseDuration: p.LeaseDuration.D(), Heartbeat: p.LeaseHeartbeat.D(), Guards: g,
+	return ExecConfig{Policy: PolicyFrom(p.Compaction), PolicyFingerprint: p.Compaction.Fingerprint(), LeaseDuration: p.LeaseDuration.D(), Heartbeat: p.LeaseHeartbeat.D(), Guards: g,
 		Start: StartRule{Quiet: p.Compaction.StartQuiet.D(), MaxWait: p.Compaction.StartMaxWait.D()}}
 }
 
 // ExecConfig tunes the executor.
 type ExecConfig struct {
-	Policy        Policy
-	LeaseDuration time.Duration
+	Policy Policy
+	// PolicyFingerprint names Policy (policy.Compaction.Fingerprint) in
+	// the idle record of a head whose full plan is empty.
+	PolicyFingerprint string
+	LeaseDuration     time.Duration
 	// Heartbeat: the lease is extended whenever this much time passed
 	// since the last extension (while merging, too), and after every output.
 	Heartbeat time.Duration
@@ -89,7 +92,7 @@ type ExecConfig struct {
 // no longer that head.
 type Rewrites interface {
 	TakeRewrite(ctx context.Context, collection string, incarnation uint64) error
-	RecordCompactionIdle(ctx context.Context, collection string, incarnation, version uint64, checksum string) error
+	RecordCompactionIdle(ctx context.Context, collection string, incarnation, version uint64, checksum, policy string) error
 }
 
 type Executor struct {
@@ -285,7 +288,7 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 		// same head is not enqueued again; a failure costs one more task.
 		e.metrics.Add("CompactionNothingToDo", 1)
 		if e.rewrites != nil && e.cfg.Guards.DebtAgreement {
-			if err := e.rewrites.RecordCompactionIdle(ctx, task.Collection, task.Incarnation, task.BaseManifestVersion, task.BaseManifestChecksum); err != nil {
+			if err := e.rewrites.RecordCompactionIdle(ctx, task.Collection, task.Incarnation, task.BaseManifestVersion, task.BaseManifestChecksum, e.cfg.PolicyFingerprint); err != nil {
 				e.log.Warn("record compaction idle failed", "task", task.TaskID, "err", err)
 			}
 		}

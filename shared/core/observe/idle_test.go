@@ -36,22 +36,25 @@ func TestReconcileStopsAtAHeadRecordedIdle(t *testing.T) {
 		t.Fatalf("due, not recorded idle: %d tasks, %d signals; want 1 and 1", n, s)
 	}
 	idle := cur
-	idle.CompactionIdleVersion, idle.CompactionIdleChecksum = 7, "sha256:7"
+	idle.CompactionIdleVersion, idle.CompactionIdleChecksum, idle.CompactionIdlePolicy = 7, "sha256:7", cfg.CompactionPolicy
 	for pass := int64(0); pass < 10; pass++ {
 		if n, s := compactions(idle, t0+pass*time.Hour.Milliseconds()); n != 0 || s != 0 {
 			t.Fatalf("pass %d at a head recorded idle: %d compaction tasks, %d signals; want none", pass, n, s)
 		}
 	}
 	// The record names another head (same version number, another
-	// checksum, or an older version): compaction is owed again.
+	// checksum, or an older version) or was made under another compaction
+	// policy: compaction is owed again.
 	for _, other := range []Observed{
-		{CompactionIdleVersion: 7, CompactionIdleChecksum: "sha256:other"},
-		{CompactionIdleVersion: 6, CompactionIdleChecksum: "sha256:7"},
+		{CompactionIdleVersion: 7, CompactionIdleChecksum: "sha256:other", CompactionIdlePolicy: cfg.CompactionPolicy},
+		{CompactionIdleVersion: 6, CompactionIdleChecksum: "sha256:7", CompactionIdlePolicy: cfg.CompactionPolicy},
+		{CompactionIdleVersion: 7, CompactionIdleChecksum: "sha256:7", CompactionIdlePolicy: "another-policy"},
 	} {
 		c := cur
-		c.CompactionIdleVersion, c.CompactionIdleChecksum = other.CompactionIdleVersion, other.CompactionIdleChecksum
+		c.CompactionIdleVersion, c.CompactionIdleChecksum, c.CompactionIdlePolicy = other.CompactionIdleVersion, other.CompactionIdleChecksum, other.CompactionIdlePolicy
 		if n, _ := compactions(c, t0+2*time.Hour.Milliseconds()); n != 1 {
-			t.Fatalf("idle recorded for v%d %s, head v7 sha256:7: %d compaction tasks, want 1", other.CompactionIdleVersion, other.CompactionIdleChecksum, n)
+			t.Fatalf("idle recorded for v%d %s under policy %q, head v7 sha256:7 under %q: %d compaction tasks, want 1",
+				other.CompactionIdleVersion, other.CompactionIdleChecksum, other.CompactionIdlePolicy, cfg.CompactionPolicy, n)
 		}
 	}
 }

@@ -93,6 +93,7 @@ type Observed struct {
 	// head). See CompactionOwed.
 	CompactionIdleVersion  uint64
 	CompactionIdleChecksum string
+	CompactionIdlePolicy   string // the compaction policy's fingerprint it was planned under
 }
 
 // CompactionOwed reports whether compaction is owed at the recorded head:
@@ -101,9 +102,12 @@ type Observed struct {
 // tiers), so a due debt can have nothing to plan; the executor's empty
 // full plan is the last word for that head, and without it reconciliation
 // would enqueue a task that plans nothing at every pass. A new head is
-// judged afresh (the record names the old one).
-func (o Observed) CompactionOwed() bool {
-	idle := o.CompactionIdleVersion == o.Version && o.CompactionIdleChecksum == o.Checksum && o.Version != 0
+// judged afresh (the record names the old one), and so is this head under
+// another compaction policy: policy is the fingerprint of the policy the
+// debt is judged by (policy.Compaction.Fingerprint; "": any).
+func (o Observed) CompactionOwed(policy string) bool {
+	idle := o.CompactionIdleVersion == o.Version && o.CompactionIdleChecksum == o.Checksum && o.Version != 0 &&
+		(policy == "" || o.CompactionIdlePolicy == policy)
 	return o.Debt.CompactionDue && !idle
 }
 
@@ -149,10 +153,13 @@ type Config struct {
 	// due, with the very policy the executor plans with (the wiring sets
 	// compact.Policy.Due), so no task is enqueued that plans nothing.
 	// Nil: compaction is never due.
-	CompactionDue   func(contract.Summary) bool `json:"-"`
-	TokenLifetime   time.Duration               // manifests stay openable this long after being superseded
-	RetentionWindow time.Duration               // global_safe_ts - retention_window bounds eviction
-	GCSweepInterval time.Duration               // reconciliation sweeps at least this often
+	CompactionDue func(contract.Summary) bool `json:"-"`
+	// CompactionPolicy is the fingerprint of the policy CompactionDue
+	// judges by: a head recorded idle under another one is owed again.
+	CompactionPolicy string
+	TokenLifetime    time.Duration // manifests stay openable this long after being superseded
+	RetentionWindow  time.Duration // global_safe_ts - retention_window bounds eviction
+	GCSweepInterval  time.Duration // reconciliation sweeps at least this often
 	// CoalesceRewrites: at most one pending rewrite task per collection
 	// (a lost one is made up for by reconciliation, which enqueues due
 	// rewrites without looking at the claims).
@@ -173,6 +180,7 @@ type Config struct {
 func ConfigFrom(p policy.Policy, compactionDue func(contract.Summary) bool) Config {
 	return Config{
 		CompactionDue:     compactionDue,
+		CompactionPolicy:  p.Compaction.Fingerprint(),
 		TokenLifetime:     p.GC.TokenLifetime.D(),
 		RetentionWindow:   p.GC.RetentionWindow.D(),
 		GCSweepInterval:   p.GC.SweepInterval.D(),

@@ -205,7 +205,7 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 // for a turn while the other is due.
 func compactionAged(cfg Config, cur Observed, nowMs int64) bool {
 	since, w := cur.Debt.CompactionDueSinceUnixMs, cfg.CompactionMaxWait.Milliseconds()
-	if !cur.CompactionOwed() || w <= 0 || since <= 0 || nowMs-since < w {
+	if !cur.CompactionOwed(cfg.CompactionPolicy) || w <= 0 || since <= 0 || nowMs-since < w {
 		return false
 	}
 	return (nowMs-since-w)%(2*w) < w
@@ -246,7 +246,7 @@ func DueClasses(cfg Config, cur Observed, res Result, nowMs int64) []ClassDue {
 	if transition {
 		out = append(out, ClassDue{Kind: contract.KindLifecycleTransition, SinceUnixMs: res.Debt.TransitionDueAtUnixMs})
 	}
-	if cur.CompactionOwed() { // owed even while a due transition goes first
+	if cur.CompactionOwed(cfg.CompactionPolicy) { // owed even while a due transition goes first
 		since := cur.Debt.CompactionDueSinceUnixMs
 		if since == 0 {
 			since = cur.ObservedAtUnixMs
@@ -338,7 +338,7 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 				"lifecycle transition due since %d (enqueued by the observer: %v; observed a sweep interval ago: %v)", res.Debt.TransitionDueAtUnixMs, byObserver, stale)
 		}
 	}
-	if res.Outcome != OutcomeAdvanced && cur.CompactionOwed() && !tomb && !transition {
+	if res.Outcome != OutcomeAdvanced && cur.CompactionOwed(cfg.CompactionPolicy) && !tomb && !transition {
 		t := contract.NewTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation)
 		why := "compaction due at head v%d"
 		if aged && res.Debt.TransitionDue {

@@ -89,7 +89,8 @@ func compactionAcrossTiers(t *testing.T, g guard.Set, wasted bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if idle := st.CompactionIdleVersion == head.Version && st.CompactionIdleChecksum == head.ManifestChecksum; idle == wasted || (!wasted && st.Debt.CompactionDueSinceUnixMs != 0) {
+	if idle := st.CompactionIdleVersion == head.Version && st.CompactionIdleChecksum == head.ManifestChecksum &&
+		st.CompactionIdlePolicy == env.Config.Policy.Compaction.Fingerprint(); idle == wasted || (!wasted && st.Debt.CompactionDueSinceUnixMs != 0) {
 		t.Fatalf("observed state: idle at v%d %s (head v%d), due since %d: want the head recorded idle and the due clock stopped (guarded only)",
 			st.CompactionIdleVersion, st.CompactionIdleChecksum, head.Version, st.Debt.CompactionDueSinceUnixMs)
 	}

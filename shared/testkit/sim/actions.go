@@ -1301,7 +1301,7 @@ func (w *World) checkConverged() {
 			case st.Debt.CompactionDue && len(jobs) > 0:
 				w.violate("converged", "%s v%d still has compaction due: %d jobs (%s over %d inputs)", c, h.v, len(jobs), jobs[0].Reason, len(jobs[0].Inputs))
 				return
-			case st.CompactionOwed():
+			case st.CompactionOwed(w.pol.Compaction.Fingerprint()):
 				// Due by the summary, nothing to plan, and not recorded
 				// idle: reconciliation re-enqueues it and signals it due at
 				// every pass (invariant idle-reenqueue, at convergence).

@@ -20,6 +20,14 @@
 // does (gofakes3 answers 412), and DeleteObject with If-Match is a real
 // conditional delete (gofakes3 ignores the header and deletes anyway).
 //
+// S3 stamps LastModified from Options.Now (the environment's clock) when
+// set: in AWS, S3's clock is within the deployment's skew of the
+// functions', and GC ages never-committed outputs by LastModified, so a
+// test clock moved on must move S3's stamps too (with wall-clock stamps a
+// test that waited out a two-day horizon saw a fresh output as two days
+// old and GC reclaimed it before its cutover). An Upstream stamps with its
+// own clock.
+//
 // Tests can inject a fault per operation (InjectFault): apply a request and
 // then answer HTTP 500 or drop the connection, or refuse it with a 500
 // before applying it. The product's clients are the real SDK clients, so

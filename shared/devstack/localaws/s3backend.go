@@ -23,8 +23,8 @@ type replacingBackend struct {
 	sent map[string][]string // bucket + "/" + key -> metadata keys of its latest write
 }
 
-func newReplacingBackend() *replacingBackend {
-	return &replacingBackend{Backend: s3mem.New(), sent: map[string][]string{}}
+func newReplacingBackend(opts ...s3mem.Option) *replacingBackend {
+	return &replacingBackend{Backend: s3mem.New(opts...), sent: map[string][]string{}}
 }
 
 func objectID(bucket, key string) string { return bucket + "/" + key }

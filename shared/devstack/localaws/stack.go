@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/truora/minidyn/server"
 
 	"github.com/searchfabric/bcc/shared/devstack/localaws/sqsd"
@@ -52,7 +53,19 @@ type Options struct {
 	// with the identity that signed it and the status it was answered with
 	// (IAM checks of recorded calls).
 	OnCall func(Call)
+	// Now, when set, is the clock the embedded S3 stamps LastModified (and
+	// bucket creation) from: the environment's clock, so a test clock that
+	// moves on keeps S3's stamps within the deployment's clock skew of the
+	// functions' clocks, as in AWS (GC ages never-committed outputs by
+	// LastModified). Default: the wall clock.
+	Now func() time.Time
 }
+
+// stackTime is a gofakes3 time source over Options.Now.
+type stackTime struct{ now func() time.Time }
+
+func (t stackTime) Now() time.Time                   { return t.now().In(time.FixedZone("GMT", 0)) }
+func (t stackTime) Since(at time.Time) time.Duration { return t.now().Sub(at) }
 
 // Stack is a running embedded AWS endpoint.
 type Stack struct {
@@ -102,8 +115,14 @@ func Start(opts Options) (*Stack, error) {
 	if s.creds == nil {
 		s.creds = TestCredentials
 	}
-	s.s3b = newReplacingBackend()
-	s.s3 = gofakes3.New(s.s3b, gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)).Server()
+	s3opts := []gofakes3.Option{gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)}
+	var memOpts []s3mem.Option
+	if opts.Now != nil {
+		ts := stackTime{now: opts.Now}
+		s3opts, memOpts = append(s3opts, gofakes3.WithTimeSource(ts)), append(memOpts, s3mem.WithTimeSource(ts))
+	}
+	s.s3b = newReplacingBackend(memOpts...)
+	s.s3 = gofakes3.New(s.s3b, s3opts...).Server()
 	s.sqs = sqsd.New(sqsd.Options{Region: Region, AccountID: AccountID, BaseURL: s.URL})
 	if opts.Upstream != "" {
 		u, err := url.Parse(opts.Upstream)

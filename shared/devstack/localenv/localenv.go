@@ -39,7 +39,7 @@ type Options struct {
 	Workload          workload.Options
 	Seed              uint64
 	Log               *slog.Logger
-	Now               func() time.Time
+	Now               func() time.Time // the functions', the stand-ins' and the embedded S3's clock (LastModified)
 	// Upstream sends every S3, DynamoDB and SQS call to another endpoint
 	// (LocalStack) instead of the in-process emulators; default: the
 	// environment variable BCC_E2E_ENDPOINT. Resources then get a unique
@@ -148,7 +148,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		opts.Workload = workload.Options{RecordsPerCommit: 50, KeySpace: 400, DeleteFraction: 0.1, PayloadBytes: 64}
 	}
 	stack, err := localaws.Start(localaws.Options{Addr: opts.Addr, Logger: opts.Log, HoldS3Events: opts.HoldS3Events, Upstream: opts.Upstream,
-		Credentials: opts.Credentials, OnCall: opts.OnCall})
+		Credentials: opts.Credentials, OnCall: opts.OnCall, Now: opts.Now})
 	if err != nil {
 		return nil, err
 	}

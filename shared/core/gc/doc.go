@@ -178,6 +178,15 @@
 // (guard.LineageIncarnation), so what an operator confirmed for a dropped
 // lifetime never answers the re-created one's evidence, nor the reverse.
 //
+// The evidence is read after the head (the walk), and in normal operation
+// the head moves forward in between: the observer records a newer head,
+// two commits leave roots above the one walked. So a regression is
+// refused only when the head, read again after the evidence, is still the
+// walked one (the evidence was recorded before a head read that is below
+// it); a head that moved makes the read phase start again on the new head
+// (a bounded number of times; then the task fails and is retried, nothing
+// deleted, nothing refused). A false refusal pages an operator for nothing.
+//
 // # Dry run
 //
 // PlanSweep (and Executor.Plan) compute the plan with read-only ports:

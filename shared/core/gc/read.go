@@ -29,7 +29,29 @@ type view struct {
 // read is the sweep's read phase. Unreadable facts refuse the collection
 // (fail closed); so does any root that cannot be opened, verified or
 // understood. An unreadable watermark is recorded: it blocks every delete.
+//
+// A view that shows a head regression is judged only once the head, read
+// again after the memory and the roots above it, is still the walked one
+// (headMovedSince): otherwise the read phase starts again on the new head.
 func (pl planner) read(ctx context.Context, c string) (view, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := pl.readOnce(ctx, c)
+		if err != nil {
+			return v, err
+		}
+		moved, err := pl.headMovedSince(ctx, v)
+		if err != nil || !moved {
+			return v, err
+		}
+		if attempt == maxReads {
+			return v, fmt.Errorf("gc of %s: the head moved during each of %d read phases: %w", c, maxReads, ErrHeadMoving)
+		}
+	}
+}
+
+// readOnce is one read phase: facts, the walk from the head, what exists
+// above it and the memory, the watermark.
+func (pl planner) readOnce(ctx context.Context, c string) (view, error) {
 	v := view{c: c}
 	facts, err := pl.ports.Facts.Facts(ctx, c)
 	switch {

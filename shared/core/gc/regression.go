@@ -41,6 +41,47 @@ import (
 // maxRootsAbove bounds the roots above the head a sweep reads.
 const maxRootsAbove = 64
 
+// maxReads bounds the read phases of one sweep (a head that moves under
+// every one of them fails the task, which is retried; nothing is deleted).
+const maxReads = 4
+
+// ErrHeadMoving: the head moved during every read phase of a sweep. The
+// sweep deleted nothing and is not a refusal: its task is retried.
+var ErrHeadMoving = errors.New("head moving during the sweep's reads")
+
+// headMovedSince reports whether a view that shows a head regression was
+// read on a head that has since moved: the head is read again (after the
+// memory and the listing of the roots above the walked head).
+//
+// A sweep reads the head (the walk) before the memory and the roots above
+// it, and the head may move forward in between: the publisher commits v6
+// and the observer records it after the sweep read v5, or two commits
+// leave roots v6 and v7 above v5 (v7's parent is not the walked head). The
+// view then looks like a regression that never happened, and refusing it
+// would page an operator for nothing. What the view holds was recorded
+// before the second head read, so if that read still finds the walked
+// head, the head really is below what was seen (or below roots that
+// exist): a regression, refused. If the head moved, the view is stale and
+// is read again on the new head, whose judgement is that of any fresh
+// sweep: nothing is decided on the stale view.
+//
+// A head that cannot be read again answers like the walk's read would: a
+// definite failure refuses (manifest), a transient one fails the task.
+func (pl planner) headMovedSince(ctx context.Context, v view) (bool, error) {
+	if !pl.cfg.Guards.HeadRegression {
+		return false, nil
+	}
+	if _, err := judgeLineage(v, pl.cfg, 0); err == nil {
+		return false, nil // no regression shown: judged as read
+	}
+	h, err := pl.lin.Head(ctx, v.c)
+	if err != nil {
+		return false, lineageErr(v.c, err)
+	}
+	w := v.walk.Head
+	return h.ManifestKey != w.ManifestKey || h.Version != w.Version || h.ManifestChecksum != w.ManifestChecksum || h.Inc() != w.Inc(), nil
+}
+
 // readAbove reads every root that exists above the head, and the memory.
 func (pl planner) readAbove(ctx context.Context, v *view) error {
 	if !pl.cfg.Guards.HeadRegression {

@@ -88,9 +88,19 @@ func (e *gcEnv) executor(g guard.Set, wrap func(gc.Deleter) gc.Deleter) (*gc.Exe
 // executorWithSleep is executor with a hook run after every backoff or
 // pacing wait (the test's clock has advanced by then).
 func (e *gcEnv) executorWithSleep(g guard.Set, wrap func(gc.Deleter) gc.Deleter, onSleep func()) (*gc.Executor, *metrics.Recorder) {
+	return e.executorWithPorts(g, func(p *gc.Ports) {
+		if wrap != nil {
+			p.Deleter = wrap(p.Deleter)
+		}
+	}, onSleep)
+}
+
+// executorWithPorts is executorWithSleep with a hook that may wrap any of
+// the function's ports (tune may be nil).
+func (e *gcEnv) executorWithPorts(g guard.Set, tune func(*gc.Ports), onSleep func()) (*gc.Executor, *metrics.Recorder) {
 	ports := app.GCPorts(e.Config, e.FunctionClients(resources.FnGC))
-	if wrap != nil {
-		ports.Deleter = wrap(ports.Deleter)
+	if tune != nil {
+		tune(&ports)
 	}
 	if !g.DeleteGates {
 		// The mutation proof also reads manifests naively (shipped code

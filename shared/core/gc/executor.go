@@ -51,6 +51,10 @@ type Report struct {
 	Complete bool `json:"complete"` // every cleanup dependency confirmed (tombstone)
 }
 
+// LogRefused is the message of the error log line a refusal writes (with
+// its collection and reason): the simulation judges every refusal by it.
+const LogRefused = "gc refused: nothing (more) deleted"
+
 // Executor sweeps collections: Plan, then Apply with execution-time checks.
 type Executor struct {
 	ports Ports
@@ -145,7 +149,7 @@ func (e *Executor) Run(ctx context.Context, task contract.Task) (Report, error) 
 	var re *RefusedError
 	if errors.As(err, &re) {
 		rep.Refused, err = re.Reason, nil
-		e.log.Error("gc refused: nothing (more) deleted", "collection", c, "task", task.TaskID, "reason", re.Reason, "err", re)
+		e.log.Error(LogRefused, "collection", c, "task", task.TaskID, "reason", re.Reason, "err", re)
 	}
 	e.record(ctx, rep)
 	if err != nil || !planned {

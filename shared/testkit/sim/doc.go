@@ -63,6 +63,10 @@
 // and none but crashed invocations' before their lease end: an applied
 // acquire whose answer was lost is neither leaked nor taken twice; the sim
 // policy gives every class one slot, so a crashed holder defers its class's
-// other tasks, which still run: converged). Checks read the in-memory stores directly, never
-// through a faulted call.
+// other tasks, which still run: converged), and false-refusal (GC refuses a
+// collection as a head regression, which pages an operator, only when
+// its head went back in that lifetime: a head that moved forward while a
+// sweep read it is no regression; caught at seeds 228 and 553 of 1,000
+// when the sweep judged the evidence against the head it walked first).
+// Checks read the in-memory stores directly, never through a faulted call.
 package sim

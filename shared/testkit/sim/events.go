@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/searchfabric/bcc/shared/core/gc"
 )
 
 // s3Event is the object-created notification of key, as S3 sends it.
@@ -103,6 +105,19 @@ func (t traceLog) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(write)
 	t.w.logf("      | %s %s", r.Level, b.String())
+	if r.Message == gc.LogRefused {
+		var c, reason string
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "collection":
+				c = a.Value.String()
+			case "reason":
+				reason = a.Value.String()
+			}
+			return true
+		})
+		t.w.onRefused(c, reason)
+	}
 	return nil
 }
 

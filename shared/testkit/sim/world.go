@@ -14,6 +14,7 @@ import (
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/gc"
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
@@ -111,6 +112,7 @@ type collection struct {
 	tombstoned bool
 	horizon    int64
 	inc        uint64 // the lifetime (CCS incarnation) this model describes
+	regressed  bool   // the head of this lifetime went back at least once (a restore)
 }
 
 func (c *collection) head() *version { return c.versions[len(c.versions)-1] }
@@ -631,10 +633,30 @@ func (w *World) onRegression(col *collection, head contract.Head) {
 		}
 	}
 	old.supTs = 0
+	col.regressed = true
 	col.versions = append(col.versions, old)
 	w.noteSeq++
 	w.notes = append(w.notes, note{key: contract.HeadKey(col.name), seq: w.noteSeq})
 	w.logf("    head %s -> v%d (restored; v%d..v%d abandoned)", col.name, head.Version, head.Version+1, col.highest)
+}
+
+// onRefused is invariant false-refusal: GC refuses a collection as a head
+// regression (alarmed: an operator is paged) only when its head did go back
+// in this lifetime. A head that moved forward while a sweep read it (the
+// observer recorded a newer head, commits left roots above the head the
+// sweep walked) is no regression.
+func (w *World) onRefused(c, reason string) {
+	if reason != gc.RefusedRegression {
+		return
+	}
+	w.count("refused-head-regression")
+	if col := w.cols[c]; col == nil || !col.regressed {
+		inc, v := uint64(0), uint64(0)
+		if col != nil && len(col.versions) > 0 {
+			inc, v = col.inc, col.head().v
+		}
+		w.violate("false-refusal", "GC refused %s as a head regression, but its head never went back (incarnation %d, head v%d)", c, inc, v)
+	}
 }
 
 // checkCutover is invariant (b): a cutover is published only on the head

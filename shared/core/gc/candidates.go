@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/store"
@@ -12,7 +13,7 @@ import (
 // (inline or in change parts, one part at a time), oldest root first, and for a tombstone every object the head still
 // references (evicted by the tombstone). Each is looked up exactly in the
 // roots that matter (I/O) and then judged (decide, pure). Memory: the
-// eligible candidates, at most MaxSweepCandidates.
+// eligible candidates, at most twice MaxSweepCandidates (see bound).
 func (pl planner) candidates(ctx context.Context, v *view, fr *frame, p *Plan) error {
 	roots := v.walk.Roots
 	for i := len(roots) - 1; i >= 0; i-- {
@@ -27,7 +28,6 @@ func (pl planner) candidates(ctx context.Context, v *view, fr *frame, p *Plan) e
 			return err
 		}
 		if p.Truncated {
-			p.holdFrom(roots, i)
 			return nil
 		}
 	}
@@ -54,12 +54,86 @@ func (pl planner) consider(ctx context.Context, v *view, fr *frame, p *Plan, cd 
 	case vd.skip:
 	case vd.reason != "":
 		p.deferCandidate(cd, vd.reason, vd.due)
-	case len(p.Delete) >= pl.cfg.MaxSweepCandidates:
-		p.Truncated = true
 	default:
 		p.Delete = append(p.Delete, cd)
+		if len(p.Delete) >= 2*pl.cfg.MaxSweepCandidates {
+			pl.bound(ctx, v, p)
+		}
 	}
 	return nil
+}
+
+// bound keeps the sweep's deletes within MaxSweepCandidates without
+// letting candidates that are already gone use up the bound: once twice
+// the bound are collected, they are checked against a listing of the data
+// prefix (dropGone) and, if more than the bound still exist, the first
+// MaxSweepCandidates (stream order) are kept and the rest is left to the
+// next sweep (truncate). Without this a backlog whose first
+// MaxSweepCandidates eligible candidates an earlier sweep deleted stops
+// every later sweep at the same place: nothing is deleted, and the roots
+// behind them are never trimmed (their candidates are never all judged in
+// one sweep). A check that does not end the stream dropped at least
+// MaxSweepCandidates gone candidates, so a sweep lists the prefix once more
+// per MaxSweepCandidates candidates already gone, at most.
+func (pl planner) bound(ctx context.Context, v *view, p *Plan) {
+	if err := pl.dropGone(ctx, v, p); err != nil {
+		// Nothing is dropped: the first MaxSweepCandidates are kept (the
+		// final scanData reports the listing error).
+		p.truncate(v.walk.Roots, pl.cfg.MaxSweepCandidates)
+		return
+	}
+	if len(p.Delete) > pl.cfg.MaxSweepCandidates {
+		p.truncate(v.walk.Roots, pl.cfg.MaxSweepCandidates)
+	}
+}
+
+// dropGone drops the deletes a listing of the data prefix does not show
+// (already gone: counted in AlreadyGone, and as confirmed for the trim, as
+// scanData does). A listing only ever removes a delete, never adds one.
+func (pl planner) dropGone(ctx context.Context, v *view, p *Plan) error {
+	if pl.ports.Lister == nil {
+		return nil
+	}
+	exists := make(map[string]bool, len(p.Delete))
+	for _, cd := range p.Delete {
+		exists[cd.Entry.Key] = false
+	}
+	err := pl.ports.Lister.List(ctx, contract.DataPrefix(v.c), func(page []Listed) error {
+		for _, l := range page {
+			if _, ok := exists[l.Key]; ok {
+				exists[l.Key] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n := len(p.Delete)
+	p.Delete = slices.DeleteFunc(p.Delete, func(cd Candidate) bool { return !exists[cd.Entry.Key] })
+	p.AlreadyGone += n - len(p.Delete)
+	return nil
+}
+
+// truncate keeps the first n deletes (stream order: oldest root first)
+// and leaves the rest to the next sweep. The versions from the first one
+// left behind up to the head (and the tombstone) are not fully judged in
+// this sweep, so none of their roots is trimmed, and streaming stops.
+func (p *Plan) truncate(roots []contract.Manifest, n int) {
+	if len(p.Delete) <= n {
+		return
+	}
+	p.Truncated = true
+	first := -1 // the tombstone's eviction: newer than every root
+	if v := p.Delete[n].EvictVersion; v != 0 {
+		for i := range roots {
+			if roots[i].Version == v {
+				first = i
+			}
+		}
+	}
+	p.holdFrom(roots, first)
+	p.Delete = p.Delete[:n:n]
 }
 
 // lookup asks the roots that can tell whether the candidate's eviction is

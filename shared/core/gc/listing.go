@@ -68,7 +68,7 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 		return nil
 	}
 	p.Delete = slices.DeleteFunc(p.Delete, func(cd Candidate) bool { return !exists[cd.Entry.Key] })
-	p.AlreadyGone = len(exists) - len(p.Delete)
+	p.AlreadyGone += len(exists) - len(p.Delete)
 	return nil
 }
 

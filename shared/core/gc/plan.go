@@ -197,11 +197,14 @@ func (pl planner) plan(ctx context.Context, c string, nowT time.Time) (Plan, err
 		return p, err
 	}
 	if p.Blocked != "" {
+		p.truncate(v.walk.Roots, pl.cfg.MaxSweepCandidates)
 		return p, nil // nothing else is deleted either
 	}
 	if err := pl.scanData(ctx, &v, &fr, &p); err != nil {
 		return p, p.partFailed(c, err)
 	}
+	// What still exists is bounded (candidates already gone never count).
+	p.truncate(v.walk.Roots, pl.cfg.MaxSweepCandidates)
 	held := p.held
 	if !pl.cfg.Guards.ManifestBeforeObjects {
 		held = nil // mutation proof only: roots are trimmed whatever their objects' state

@@ -53,6 +53,10 @@ func TestSeedsHoldEveryInvariant(t *testing.T) {
 			t.Errorf("no %s task ran in %d seeds", k, n)
 		}
 	}
+	// Bounded sweeps (boundedSweeps) stop at their bound and continue.
+	if sum.Counts["m:SweepsContinued|Kind="+string(contract.KindGC)] == 0 {
+		t.Errorf("no gc sweep stopped at its bound and continued in %d seeds", n)
+	}
 }
 
 // firstViolation returns the smallest seed in [1, limit] that violates an

@@ -116,6 +116,11 @@ func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (obser
 		if errors.As(err, &ccf) {
 			prev := decodeObserved(st.Collection, ccf.Item)
 			prev.Incarnation = st.Incarnation
+			if prev.ObservationID != "" && prev.ObservationID == st.ObservationID && prev.Version == st.Version {
+				// Our own advance, applied by an attempt whose answer was
+				// lost: the due time it found is unknown, so lower it now.
+				t.lowerGCDue(ctx, st)
+			}
 			return prev, fmt.Errorf("advance %s to v%d: %w", st.Collection, st.Version, store.ErrConditionFailed)
 		}
 		return observe.Observed{}, translate("advance observed state of", st.Collection, err, true)
@@ -124,7 +129,31 @@ func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (obser
 	if prev.Version != 0 {
 		prev.Incarnation = st.Incarnation
 	}
+	if st.Debt.GCObjects > 0 && prev.Debt.GCDueAtUnixMs > st.Debt.GCDueAtUnixMs {
+		t.lowerGCDue(ctx, st)
+	}
 	return prev, nil
+}
+
+// lowerGCDue makes the recorded gc_due_at the earliest due of the debt it
+// covers: the advance's if_not_exists keeps a recorded due time, and an
+// earlier-recorded one can be later than the debt this advance adds (a
+// sweep that saw a young never-committed output records its reclaim grace,
+// half an hour ahead, while a cutover's debt is due in minutes). An update
+// expression has no min(), so this is a second UpdateItem, conditional on
+// the recorded due being later (and present: a sweep record that cleared
+// the debt meanwhile is not undone). Lowering is always safe: a due time
+// only says when reconciliation sweeps, the sweep judges every gate at
+// execution time. It is best effort: a failure leaves the later due (the
+// debt is then swept late, never lost), and the next advance or sweep
+// record writes the due again.
+func (t *ObservedTable) lowerGCDue(ctx context.Context, st observe.Observed) {
+	_, _ = t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(t.table), Key: observedKey(st.Collection, st.Incarnation),
+		UpdateExpression:          aws.String("SET gc_due_at = :due"),
+		ConditionExpression:       aws.String("attribute_exists(gc_due_at) AND gc_due_at > :due"),
+		ExpressionAttributeValues: map[string]ddb.AttributeValue{":due": num(st.Debt.GCDueAtUnixMs)},
+	})
 }
 
 // Get reads the observed state (zero when none).

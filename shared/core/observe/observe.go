@@ -29,7 +29,9 @@ type Objects interface {
 // StateStore keeps each collection's observed state.
 type StateStore interface {
 	// Advance records st only if st.Version is newer than the recorded one,
-	// adding st's GC debt to the recorded debt. It returns the previous
+	// adding st's GC debt to the recorded debt; the recorded GC due time
+	// becomes the earliest of the recorded one and st's (a debt recorded
+	// earlier may be due later). It returns the previous
 	// state (zero when none). When the recorded version is not older it
 	// returns that state and an error wrapping store.ErrConditionFailed.
 	Advance(ctx context.Context, st Observed) (prev Observed, err error)

@@ -415,8 +415,8 @@ func (o *Observer) Preview(ctx context.Context, collection string) (res Result, 
 		cur = st // as Advance records it: the new debt added to the recorded debt
 		cur.Debt.GCObjects += prev.Debt.GCObjects
 		cur.Debt.GCBytes += prev.Debt.GCBytes
-		if prev.Debt.GCDueAtUnixMs != 0 || st.Debt.GCObjects == 0 {
-			cur.Debt.GCDueAtUnixMs = prev.Debt.GCDueAtUnixMs // if_not_exists
+		if st.Debt.GCObjects == 0 || prev.Debt.GCDueAtUnixMs != 0 && prev.Debt.GCDueAtUnixMs < st.Debt.GCDueAtUnixMs {
+			cur.Debt.GCDueAtUnixMs = prev.Debt.GCDueAtUnixMs // the earliest due of the debt (StateStore.Advance)
 		}
 		cur.Debt.GCSweptAtUnixMs = prev.Debt.GCSweptAtUnixMs
 	case head.Version == prev.Version && head.ManifestChecksum == prev.Checksum:

@@ -373,10 +373,33 @@ func TestDynamoObservedStateConditions(t *testing.T) {
 		if err != nil || got.Version != 4 || got.Debt.GCObjects != 5 || got.Debt.GCDueAtUnixMs != 5002 {
 			t.Fatalf("state: %+v %v (GC debt accumulates, due time is the first)", got, err)
 		}
+		// A due time recorded earlier but later than the new debt's (a
+		// sweep that saw a young never-committed output records its reclaim
+		// grace) is lowered: the recorded due is the earliest.
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 4, RemainingObjects: 1, NextDueUnixMs: 90_000, SweptAtUnixMs: 6000}); err != nil {
+			t.Fatal(err)
+		}
+		later := st(5, 2)
+		later.Debt.GCDueAtUnixMs = 7000
+		if _, err := ot.Advance(ctx, later); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ot.Get(ctx, "c", 1); err != nil || got.Version != 5 || got.Debt.GCObjects != 3 || got.Debt.GCDueAtUnixMs != 7000 {
+			t.Fatalf("state: %+v %v (the recorded due 90000 is later than the new debt's 7000: want 7000)", got, err)
+		}
+		// An earlier recorded due stays (the new debt's is later).
+		after := st(6, 1)
+		after.Debt.GCDueAtUnixMs = 8000
+		if _, err := ot.Advance(ctx, after); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ot.Get(ctx, "c", 1); err != nil || got.Debt.GCObjects != 4 || got.Debt.GCDueAtUnixMs != 7000 {
+			t.Fatalf("state: %+v %v (want the earliest due 7000 kept)", got, err)
+		}
 		if err := ot.Revert(ctx, st(3, 0), st(2, 0)); !errors.Is(err, store.ErrConditionFailed) {
 			t.Fatalf("revert of a state not held: %v", err)
 		}
-		if err := ot.Revert(ctx, st(4, 0), observe.Observed{}); err != nil {
+		if err := ot.Revert(ctx, st(6, 0), observe.Observed{}); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := ot.Get(ctx, "c", 1); err != nil || got.Version != 0 {

@@ -52,7 +52,7 @@ func (a *applyRun) deferAt(cd Candidate, reason string, due int64) {
 // finish fills in what the sweep leaves behind.
 func (a *applyRun) finish(now int64) Report {
 	rep := a.rep
-	rep.RemainingObjects = a.deferredCount + int64(len(rep.Unconfirmed)) + int64(a.pl.OrphansYoung)
+	rep.RemainingObjects = a.deferredCount + int64(len(rep.Unconfirmed)) + int64(a.pl.OrphansYoung) + int64(a.pl.Beyond)
 	rep.RemainingBytes = a.deferredBytes
 	rep.NextDueUnixMs = a.nextDue
 	rep.RetentionObjects, rep.RetentionDueUnixMs = a.retention, a.retentionDue

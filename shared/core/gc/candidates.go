@@ -133,6 +133,7 @@ func (p *Plan) truncate(roots []contract.Manifest, n int) {
 		}
 	}
 	p.holdFrom(roots, first)
+	p.Beyond += len(p.Delete) - n
 	p.Delete = p.Delete[:n:n]
 }
 

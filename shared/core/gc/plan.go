@@ -83,7 +83,13 @@ type Plan struct {
 	AlreadyGone int         `json:"already_gone"`
 	// Truncated: more eligible candidates than one sweep holds; the rest
 	// are found by the next sweep.
-	Truncated         bool           `json:"truncated,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
+	// Beyond counts the eligible candidates a truncated plan judged and
+	// left to the next sweep (a lower bound of what is left: streaming
+	// stopped there). They are recorded as debt due now, so a lost
+	// continuation leaves the rest to the next reconciliation, not to the
+	// next periodic sweep.
+	Beyond            int            `json:"beyond,omitempty"`
 	Deferred          []Deferred     `json:"deferred"` // the first maxListedDeferred
 	DeferredCount     int            `json:"deferred_count"`
 	DeferredBytes     int64          `json:"deferred_bytes"`

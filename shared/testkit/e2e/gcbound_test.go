@@ -20,7 +20,17 @@ import (
 // them are never trimmed (the backlog is stuck for good). The whole
 // backlog is reclaimed, and every root but the head trimmed, within a
 // few reconcile passes (each pass: one sweep plus its continuations).
+//
+// With every continuation lost (its enqueue failed, or the task went to
+// the DLQ), reconciliation continues: a sweep that stopped at its bound
+// records the rest as GC debt due now, so each pass sweeps one more slice
+// (not one slice per gc.sweep_interval).
 func TestGCBacklogLargerThanTheBoundIsReclaimedOverSeveralSweeps(t *testing.T) {
+	t.Run("continued", func(t *testing.T) { testBoundedBacklog(t, false) })
+	t.Run("continuations lost", func(t *testing.T) { testBoundedBacklog(t, true) })
+}
+
+func testBoundedBacklog(t *testing.T, loseContinuations bool) {
 	clock := newCxClock()
 	p := cxPolicy(4)
 	p.GC.TokenLifetime, p.GC.RetentionWindow = policy.Duration(time.Minute), policy.Duration(time.Minute)
@@ -71,13 +81,25 @@ func TestGCBacklogLargerThanTheBoundIsReclaimedOverSeveralSweeps(t *testing.T) {
 	if err := env.Watermark.Publish(ctx, clock.Now(), clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tasks, passes := 0, 0
-	for ; passes < 8 && (left() > 0 || len(cxLineage(t, env, "c1")) > 1); passes++ {
+	tasks, passes, maxPasses := 0, 0, 8
+	if loseContinuations {
+		maxPasses = 4 * len(backlog) / p.GC.MaxSweepCandidates
+	}
+	for ; passes < maxPasses && (left() > 0 || len(cxLineage(t, env, "c1")) > 1); passes++ {
 		clock.Advance(time.Minute)
 		if _, err := env.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		tasks += drain(t, env, resources.QueueGC, resources.FnGC, 200)
+		if !loseContinuations {
+			tasks += drain(t, env, resources.QueueGC, resources.FnGC, 200)
+			continue
+		}
+		if _, ok, err := env.Stack.DeliverBatch(ctx, env.Prov.QueueURLs[resources.QueueGC], resources.FnGC, 1); err != nil || !ok {
+			t.Fatalf("pass %d: no gc sweep scheduled (%v) with %d objects left", passes+1, err, left())
+		}
+		cxSettle(t, env)
+		tasks++
+		cxReceive(t, env, resources.QueueGC) // the continuation is lost
 	}
 	t.Logf("%d reconcile passes, %d gc tasks, %v continuations", passes, tasks, metricDim(env, "SweepsContinued", "Kind", string(contract.KindGC)))
 	if n := left(); n != 0 {

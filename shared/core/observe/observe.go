@@ -374,6 +374,19 @@ func ownAdvance(cur, st Observed) bool {
 		cur.ObservedAtUnixMs == st.ObservedAtUnixMs && cur.FactsVersion == st.FactsVersion
 }
 
+// movedPast reports whether the head, read again, has reached the
+// observed state prev that refused head (same lifetime, prev's version
+// with its content, or newer): head was read before the head moved, not
+// put back. A head that cannot be read again counts as not moved (the
+// sweep is enqueued: a regression's refusal stays prompt).
+func (o *Observer) movedPast(ctx context.Context, head contract.Head, prev Observed) bool {
+	h, err := lineage.ReadHead(ctx, o.objects, head.Collection)
+	if err != nil || h.Inc() != head.Inc() {
+		return false
+	}
+	return h.Version > prev.Version || h.Version == prev.Version && h.ManifestChecksum == prev.Checksum
+}
+
 // observationIDs names observations: a random prefix per observer (per
 // Lambda instance) and a counter, unique without coordination.
 type observationIDs struct {
@@ -392,10 +405,15 @@ func (g *observationIDs) next() string {
 }
 
 func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head contract.Head, root contract.Manifest, facts, read contract.CollectionFacts, reconciling bool) (Result, error) {
-	if prev.Version > head.Version || prev.Version == head.Version && prev.Checksum != head.ManifestChecksum {
-		// The head just re-read is below (or beside) what was observed: a
-		// head regression (or a race with a newer observation). GC re-reads
-		// the head and refuses a regression (GCRefused head_regression,
+	if prev.Version > head.Version && o.movedPast(ctx, head, prev) {
+		// Two observations raced: this one read the head before it moved
+		// to (or past) the one the other recorded. Nothing is below what
+		// was observed; the newer observation scheduled the newer head.
+		o.metrics.Add("HeadObservationsRaced", 1)
+	} else if prev.Version > head.Version || prev.Version == head.Version && prev.Checksum != head.ManifestChecksum {
+		// The head just re-read is below (or beside) what was observed,
+		// and still is when read again: a head regression. GC re-reads the
+		// head and refuses a regression (GCRefused head_regression,
 		// alarmed); a sweep now makes that prompt.
 		o.metrics.Add("HeadBelowObserved", 1)
 		t := contract.NewSweepTask(contract.KindGC, head.Collection, head.Version, head.ManifestChecksum, res.FactsVersion, o.now().UnixMilli()).In(head.Inc())

@@ -7,9 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/compact"
 	"github.com/searchfabric/bcc/shared/core/gc"
+	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/metrics"
+	"github.com/searchfabric/bcc/shared/resources"
 )
 
 // memoryHook runs before before every read of the coordinator's memory of
@@ -165,4 +170,85 @@ func headOf(t *testing.T, e *gcEnv, c string) contract.Head {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// advanceHook runs before before the observer's first advance of its
+// observed state.
+type advanceHook struct {
+	observe.StateStore
+	before func()
+	n      *int
+}
+
+func (a advanceHook) Advance(ctx context.Context, st observe.Observed) (observe.Observed, error) {
+	if *a.n++; *a.n == 1 {
+		a.before()
+	}
+	return a.StateStore.Advance(ctx, st)
+}
+
+// Two head notifications race: one observation reads the head, another
+// records a newer head before the first records its own. The first finds
+// the observed state above the head it read; reading the head again shows
+// the head moved forward, not back: no HeadBelowObserved and no GC sweep
+// (the sweep it used to enqueue walked the lineage for nothing, and raced
+// the compaction of the newer head). A head really put back still counts
+// and still enqueues the sweep that refuses it promptly.
+func TestObserverRaceIsNotAHeadBelowObserved(t *testing.T) {
+	observer := func(e *gcEnv, state observe.StateStore) (*observe.Observer, *metrics.Recorder) {
+		m := metrics.New(resources.FnObserver)
+		cfg := observe.ConfigFrom(e.Config.Policy, compact.PolicyFrom(e.Config.Policy.Compaction).Due)
+		cl := e.FunctionClients(resources.FnObserver)
+		return observe.New(e.Bucket, state, awsio.NewFIFOQueues(cl.SQS, e.Config.QueueURLs), e.CCS, e.clk.Now, cfg, m, e.Log), m
+	}
+	gcTasks := func(res observe.Result) int {
+		n := 0
+		for _, tk := range res.Tasks {
+			if tk.Kind == contract.KindGC {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("a newer observation recorded meanwhile", func(t *testing.T) {
+		e := startGC(t, nil)
+		e.create("c1", contract.Lifecycle{})
+		e.add("c1", 1, 0, 0)
+		e.reconcile()
+		table := awsio.NewObservedTable(e.Clients.Dynamo, e.Config.Table)
+		other, _ := observer(e, table)
+		n := 0
+		o, m := observer(e, advanceHook{StateStore: table, n: &n, before: func() {
+			e.add("c1", 1, 0, 0) // the head moves and the other observation records it first
+			if _, err := other.Observe(e.ctx, "c1"); err != nil {
+				t.Fatal(err)
+			}
+		}})
+		res, err := o.Observe(e.ctx, "c1")
+		if err != nil || res.Outcome != observe.OutcomeStale || n != 1 {
+			t.Fatalf("want the raced observation stale: %+v %v (advances %d)", res, err, n)
+		}
+		if c := m.Counts(); c["HeadBelowObserved"] != 0 || c["HeadObservationsRaced"] != 1 || gcTasks(res) != 0 {
+			t.Fatalf("a head that moved forward is not below what was observed: %v, %d gc tasks", c, gcTasks(res))
+		}
+	})
+	t.Run("a head put back", func(t *testing.T) {
+		e := startGC(t, nil)
+		e.create("c1", contract.Lifecycle{})
+		e.add("c1", 1, 0, 0)
+		e.add("c1", 1, 0, 0)
+		e.reconcile()
+		newest := headOf(t, e, "c1")
+		if _, err := e.Publisher.Restore(e.ctx, "c1", newest.Version-1); err != nil {
+			t.Fatal(err)
+		}
+		o, m := observer(e, awsio.NewObservedTable(e.Clients.Dynamo, e.Config.Table))
+		res, err := o.Observe(e.ctx, "c1")
+		if err != nil || res.Outcome != observe.OutcomeStale {
+			t.Fatalf("want the restored head stale against what was observed: %+v %v", res, err)
+		}
+		if c := m.Counts(); c["HeadBelowObserved"] != 1 || c["HeadObservationsRaced"] != 0 || gcTasks(res) != 1 {
+			t.Fatalf("a head put back counts and enqueues the sweep that refuses it: %v, %d gc tasks", c, gcTasks(res))
+		}
+	})
 }

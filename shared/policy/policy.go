@@ -179,8 +179,10 @@ type GC struct {
 	// call may be (every call, retries included, re-checks against a head
 	// read at most this long before).
 	ProofMaxAge Duration `json:"proof_max_age_ms"`
-	// MaxSweepCandidates bounds the delete candidates one sweep holds; a
-	// sweep that finds more continues in the next one.
+	// MaxSweepCandidates bounds the deletes of one sweep (candidates
+	// already gone do not count; a sweep holds at most twice this many
+	// while it checks which still exist); a sweep that finds more
+	// continues in the next one.
 	MaxSweepCandidates int `json:"max_sweep_candidates"`
 	// TombstoneRunBudget and TombstoneMaxCalls bound one run of a dropped
 	// incarnation's cleanup (it resumes from its stored cursor in the next

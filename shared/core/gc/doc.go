@@ -52,7 +52,12 @@
 // is really outstanding; one already gone is not deleted again and counts
 // as confirmed) and proposes never-committed outputs (propose, pure). The
 // trim is planned last (planTrim, pure). A plan holds at most
-// MaxSweepCandidates deletes; a larger backlog is finished by the next
+// MaxSweepCandidates deletes of candidates that still exist: one already
+// gone never counts (bound: once twice the bound are collected, a listing
+// drops the gone ones), or a backlog whose first slice an earlier sweep
+// deleted would stop every later sweep at the same gone candidates and
+// never trim the roots behind them. What a plan leaves beyond the bound
+// is recorded as debt due now. A larger backlog is finished by the next
 // sweeps: a gc or retention_reclaim sweep that stopped at the bound having
 // deleted something enqueues its continuation at the tail of its queue at
 // once (Continuation: one bounded slice per task, so a huge backlog never

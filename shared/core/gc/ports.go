@@ -190,9 +190,11 @@ type Config struct {
 	// may be when the call is made: every call, retries included, rests on
 	// a head (and gates) read at most this long before (guard.FreshProof).
 	ProofMaxAge time.Duration
-	// MaxSweepCandidates bounds the delete candidates one sweep holds (its
-	// memory); a sweep that finds more deletes these and reports the rest
-	// as due now, so the next sweep continues.
+	// MaxSweepCandidates bounds the deletes of one sweep: eligible
+	// candidates already gone do not count (it holds at most twice this
+	// many while a listing tells which still exist); a sweep that finds
+	// more deletes these and reports the rest as debt due now, so the
+	// next sweep continues.
 	MaxSweepCandidates int
 	// TombstoneRunBudget and TombstoneMaxCalls bound one run of a
 	// tombstone cleanup (wall time on the executor's clock, delete

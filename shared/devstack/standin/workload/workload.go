@@ -15,11 +15,14 @@ import (
 	"github.com/searchfabric/bcc/shared/core/segment"
 	"github.com/searchfabric/bcc/shared/devstack/standin/ccs"
 	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
+	"github.com/searchfabric/bcc/shared/store"
 )
 
-// Objects is where segments are written.
+// Objects is where segments are written (and a lost attempt's segment
+// removed again, only while it is exactly what that attempt wrote).
 type Objects interface {
 	Put(ctx context.Context, key string, body []byte) (string, error)
+	DeleteIfMatch(ctx context.Context, key, etag string) error
 }
 
 // Write is one put or delete of a key.
@@ -100,13 +103,35 @@ func (g *Generator) Random() []Write {
 
 // Append commits writes as one new segment and returns the committed head.
 // Within one batch the last write of a key wins.
+//
+// A segment is named for the version its attempt would create; an attempt
+// that loses the head CAS (to a cutover, another writer) is retried on the
+// new head under the next version's name, and the writer removes the
+// segment of each lost attempt once the append committed (a writer's
+// never-committed upload is its own: GC never deletes it, and a dropped
+// collection's release would leave it behind for good). Only with
+// If-Match on what that attempt wrote: the key is never another write's.
 func (g *Generator) Append(ctx context.Context, collection string, writes []Write) (contract.Head, error) {
 	batch := lastPerKey(writes)
+	type written struct{ key, etag string }
+	var attempts []written
 	head, err := g.pub.Commit(ctx, collection, func(ctx context.Context, base publisher.Snapshot) (publisher.Change, error) {
-		return g.writeSegment(ctx, collection, base, batch)
+		ch, etag, err := g.writeSegment(ctx, collection, base, batch)
+		if err == nil {
+			attempts = append(attempts, written{ch.Added[0].Key, etag})
+		}
+		return ch, err
 	})
 	if err != nil {
 		return head, fmt.Errorf("append to %s: %w", collection, err)
+	}
+	for _, a := range attempts[:max(len(attempts)-1, 0)] {
+		if a.key == attempts[len(attempts)-1].key {
+			continue
+		}
+		if err := g.objects.DeleteIfMatch(ctx, a.key, a.etag); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+			return head, fmt.Errorf("append to %s committed v%d; remove the lost attempt's segment %s: %w", collection, head.Version, a.key, err)
+		}
 	}
 	g.mu.Lock()
 	for _, w := range batch {
@@ -116,27 +141,28 @@ func (g *Generator) Append(ctx context.Context, collection string, writes []Writ
 	return head, nil
 }
 
-func (g *Generator) writeSegment(ctx context.Context, collection string, base publisher.Snapshot, batch []Write) (publisher.Change, error) {
+func (g *Generator) writeSegment(ctx context.Context, collection string, base publisher.Snapshot, batch []Write) (publisher.Change, string, error) {
 	var buf bytes.Buffer
 	w := segment.NewWriter(&buf, segment.WriterOptions{})
 	ts := g.now().UnixMilli()
 	for i, wr := range batch {
 		rec := segment.Record{Key: wr.Key, Seq: base.Root.NextSeq + uint64(i), Delete: wr.Delete, TsUnixMs: ts, Payload: wr.Payload}
 		if err := w.Add(rec); err != nil {
-			return publisher.Change{}, err
+			return publisher.Change{}, "", err
 		}
 	}
 	f, err := w.Close()
 	if err != nil {
-		return publisher.Change{}, err
+		return publisher.Change{}, "", err
 	}
 	key := contract.AppendSegmentKey(collection, base.Head.Inc(), base.Head.Version+1, 0)
 	body := buf.Bytes()
-	if _, err := g.objects.Put(ctx, key, body); err != nil {
-		return publisher.Change{}, fmt.Errorf("write segment %s: %w", key, err)
+	etag, err := g.objects.Put(ctx, key, body)
+	if err != nil {
+		return publisher.Change{}, "", fmt.Errorf("write segment %s: %w", key, err)
 	}
 	entry := f.Entry(key, int64(len(body)), contract.Checksum(body), contract.TierHot, 0)
-	return publisher.Change{Added: []contract.ObjectEntry{entry}, Seqs: uint64(len(batch)), Origin: contract.Origin{Kind: contract.OriginAppend}}, nil
+	return publisher.Change{Added: []contract.ObjectEntry{entry}, Seqs: uint64(len(batch)), Origin: contract.Origin{Kind: contract.OriginAppend}}, etag, nil
 }
 
 func lastPerKey(writes []Write) []Write {

@@ -569,6 +569,9 @@ func (r *tombRun) strays(ctx context.Context) error {
 	}
 	n, err := r.deleteKeys(ctx, due)
 	r.p.StraysDeleted += int64(n)
+	if n > 0 {
+		r.e.metrics.Add("TombstoneStrayManifestsDeleted", float64(n))
+	}
 	if err != nil {
 		return err
 	}

@@ -1205,6 +1205,9 @@ func (w *World) quiesce() {
 				}
 			}
 		}
+		if splitsTiers(w.cfg.Seed) {
+			w.tierSplit(round)
+		}
 		w.StepsRun++
 		if len(w.violations) == 0 {
 			w.checkStep()

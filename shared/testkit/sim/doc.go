@@ -33,7 +33,11 @@
 // ClockSkew), CCS facts changes and tombstones (also while a completion
 // waits for the handoff), tombstones replaced by newer ones, released names re-created as their
 // next incarnation (with the old lifetime's tasks delivered again late), and outages of
-// the publisher for one collection while handoff batches mix collections.
+// the publisher for one collection while handoff batches mix collections;
+// every fourth seed also ends with a level 0 split across storage tiers
+// (tierSplit: due by the observer's summary, nothing for any (tier, level)
+// to plan), which the faulty phase reaches only rarely (invariant
+// idle-reenqueue, guard debt_agreement).
 //
 // Invariants: pinned-delete (a), stale-cutover / delete-gain (b), readable
 // (c), release-dependencies (d), converged (e), foreign-delete, plus

@@ -57,6 +57,11 @@ func TestSeedsHoldEveryInvariant(t *testing.T) {
 	if sum.Counts["m:SweepsContinued|Kind="+string(contract.KindGC)] == 0 {
 		t.Errorf("no gc sweep stopped at its bound and continued in %d seeds", n)
 	}
+	// A level split across tiers (tierSplit): due by the summary, nothing
+	// to plan (guard debt_agreement).
+	if sum.Counts["tier-split"] == 0 {
+		t.Errorf("no level was split across tiers in %d seeds", n)
+	}
 }
 
 // firstViolation returns the smallest seed in [1, limit] that violates an

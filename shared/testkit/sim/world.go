@@ -244,6 +244,8 @@ type World struct {
 	// whose full plan is empty, the compaction tasks that leased it in the
 	// quiescent phase (invariant idle-reenqueue).
 	idleRuns map[string]map[string]bool
+	// splitCol is the collection tierSplit drives (splitsTiers worlds).
+	splitCol string
 
 	faultRate float64
 	nestRate  float64

@@ -305,6 +305,14 @@ func (c *Coordinator) addMonitoring(cfg Config) {
 	}
 	dash.AddWidgets(
 		coordGraph("Reconciliation: collections reconciled, failed, unchanged; requests fanned out", "CollectionsReconciled", "ReconcileFailures", "ReconcileHeadsUnchanged", "ReconcileRequestsSent"),
+		coordGraph("Compaction work: runs, nothing to do, objects in / out, bytes read / written", "CompactionsRun", "CompactionNothingToDo",
+			"CompactionInputObjects", "CompactionOutputObjects", "CompactionBytesRead", "CompactionBytesWritten"),
+		coordGraph("Completions reported; lifecycle transitions, objects moved; manifest parts deleted", "CompletionsReported",
+			"LifecycleTransitions", "LifecycleObjectsMoved", "ManifestPartsDeleted"),
+	)
+	dash.AddWidgets(
+		coordGraph("Task failures (returned to the queue); malformed messages and tasks; reconcile requests rejected", "CompactionFailures",
+			"GCTaskFailures", "HandoffFailures", "MalformedMessages", "MalformedTasks", "ReconcileRequestsRejected"),
 	)
 }
 

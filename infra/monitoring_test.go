@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -292,4 +293,25 @@ func emittedWith(t *testing.T, expr string) map[string]bool {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// Every EMF metric a function emits (a metrics call under shared/) is on
+// some dashboard widget: a new metric without a widget is seen by nobody.
+func TestEveryEmittedMetricIsOnAWidget(t *testing.T) {
+	emitted := emittedMetrics(t)
+	if len(emitted) < 50 {
+		t.Fatalf("found only %d emitted metric names under shared/: the scan is broken", len(emitted))
+	}
+	both(t, func(t *testing.T, s *synth) {
+		var shown strings.Builder
+		for _, w := range s.dashboard(t)["widgets"].([]any) {
+			b, _ := json.Marshal(w.(map[string]any)["properties"].(map[string]any)["metrics"])
+			shown.Write(b)
+		}
+		for _, name := range slices.Sorted(maps.Keys(emitted)) {
+			if !strings.Contains(shown.String(), `MetricName=\"`+name+`\"`) && !strings.Contains(shown.String(), `"`+name+`"`) {
+				t.Errorf("metric %s is emitted but on no dashboard widget", name)
+			}
+		}
+	})
 }

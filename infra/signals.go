@@ -40,17 +40,32 @@ var Section10Signals = []Signal{
 		EMF: []string{"TasksEnqueued", "TasksReenqueued"}, Kind: []string{"DueWork"}, Alarmed: "DLQ depth per queue"},
 	{Name: "age of the oldest due item per class", Queue: []string{"ApproximateAgeOfOldestMessage"}, Kind: []string{"OldestDueAgeMs", "TaskWaitMs"},
 		Alarmed: "oldest due item of any class older than DueAgeAlarmThreshold; oldest message age per queue (2x visibility, at least 15 min)"},
-	{Name: "stale-head task invalidation rate", Kind: []string{"StaleTasksSkipped", "StaleResultsDropped", "ExpiredResultsDropped", "StaleFactsDropped"}},
+	{Name: "stale-head task invalidation rate", Kind: []string{"StaleTasksSkipped", "StaleResultsDropped", "ExpiredResultsDropped", "StaleFactsDropped"},
+		EMF: []string{"CompletionsIgnored", "GCTasksOtherIncarnation", "TombstoneTasksStale", "TombstoneTasksAfterDone"}},
 	{Name: "lease timeout and reassignment rate", Kind: []string{"LeaseLost", "LeaseReassigned", "DuplicateTasksSkipped"}},
-	{Name: "publish conflicts and rebuilds of rewrite tasks", Kind: []string{"CutoversAccepted", "CutoversRejected", "AmbiguousCutovers", "RejectedDeleteGain", "RejectedCoverage", "RewritesRebuilt"}},
-	{Name: "GC deferrals by gate", EMF: []string{"GCDeferred", "GCRefused"}, Kind: []string{"GCTasksRun", "ObjectsReclaimed"}, Alarmed: "any GC refusal"},
-	{Name: "age of the oldest tombstone waiting for release", EMF: []string{"OldestTombstoneAgeMs", "ReleaseIntentsDeferred", "ReleaseIntentsRecorded", "ReleaseIntentsRejected"},
+	// The compaction start rule (compact.StartRule) waits for a still head
+	// so that a rewrite is not overtaken by a commit: its deferrals (by
+	// Kind), its starts (by Why), the wait, and the rewrites the observer
+	// coalesced meanwhile; tasks rebuilt against the head found.
+	{Name: "publish conflicts and rebuilds of rewrite tasks", Kind: []string{"CutoversAccepted", "CutoversRejected", "AmbiguousCutovers", "RejectedDeleteGain", "RejectedCoverage", "RewritesRebuilt",
+		"RewriteStartDeferred"}, EMF: []string{"TasksRebasedToHead", "RewriteStarted", "RewriteStartWaitMs", "RewritesCoalesced"}},
+	{Name: "GC deferrals by gate", EMF: []string{"GCDeferred", "GCRefused", "RetentionReclaimEarly", "GCUnconfirmedDeletes", "ManifestPartCorrupt"},
+		Kind: []string{"GCTasksRun", "ObjectsReclaimed", "SweepsContinued"}, Alarmed: "any GC refusal"},
+	{Name: "age of the oldest tombstone waiting for release", EMF: []string{"OldestTombstoneAgeMs", "ReleaseIntentsDeferred", "ReleaseIntentsRecorded", "ReleaseIntentsRejected",
+		"TombstonesWaiting", "TombstonesCompleted", "TombstoneRunsBounded", "TombstoneKeysLeftAfterCleanup", "TombstoneHeadsRetired", "TombstoneHeadOfOtherIncarnation",
+		"TombstoneStrayManifestsDeleted", "NamespaceReleaseIntents", "NamespaceReleasesDeferred", "NamespaceReleasesByReconcile"},
 		Alarmed: "oldest tombstone older than TombstoneAgeAlarmThreshold"},
 	// Fleet-wide budgets (issue 16 item 3): waits for tokens, deferrals for
 	// want of a class slot, and throttled attempts by AWS (by Kind).
 	{Name: "budget saturation and throttling pressure", EMF: []string{"GCBudgetSaturated", "GCBudgetWaitMs", "S3BudgetSaturated", "S3BudgetWaitMs",
 		"GCDeleteRetries", "BatchRecordsDeferred"}, Kind: []string{"ClassSlotsSaturated", "TasksDeferred", "S3SlowDown", "DynamoThrottled", "SQSThrottled"},
 		Lambda: []string{"Throttles"}},
-	{Name: "lag between committed and observed head", EMF: []string{"ObserveLagMs", "HeadBelowObserved", "ReconcileFailures"},
+	// HeadObservationsRaced: two observations raced (one read the head
+	// before it moved past what the other recorded; no regression);
+	// ReconcileHeadsBehind: reconciliation read a head behind what was
+	// observed; IncarnationMismatch: the head is not of the lifetime CCS
+	// names yet (nothing scheduled from it).
+	{Name: "lag between committed and observed head", EMF: []string{"ObserveLagMs", "HeadBelowObserved", "ReconcileFailures", "HeadObservationsRaced",
+		"ReconcileHeadsBehind", "ObserveFailures", "IncarnationMismatch"},
 		Alarmed: "observer p99 lag; reconcile failures; failed head notifications"},
 }

@@ -135,6 +135,15 @@ type Compaction struct {
 	// compaction, and a compaction that never lands does not hold the
 	// transition back for good.
 	MaxWaitBehindTransition Duration `json:"max_wait_behind_transition_ms"`
+	// RebuildAfter is when a compaction still owed at an unchanged head,
+	// its task taken and finished without its result landing (the
+	// publisher rejected the cutover, the result was dropped, the run
+	// failed), is derived again under a fresh identity: RebuildAfter after
+	// the head was observed, then 2x, 4x, ... RebuildAfter while that is
+	// under gc.sweep_interval (the sweep-interval rebuild takes over).
+	// Never shorter than max_task_lifetime_ms: until then the taken
+	// task's result may still land, and a fresh task would duplicate it.
+	RebuildAfter Duration `json:"rebuild_after_ms"`
 }
 
 // Fingerprint names the planning rule's parameters (what the planner and
@@ -232,6 +241,7 @@ func Default() Policy {
 			StartQuiet:              Duration(time.Second),
 			StartMaxWait:            Duration(2 * time.Second),
 			MaxWaitBehindTransition: Duration(time.Hour),
+			RebuildAfter:            Duration(15 * time.Minute),
 		},
 		GC: GC{
 			TokenLifetime:       Duration(15 * time.Minute),

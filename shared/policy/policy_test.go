@@ -28,6 +28,7 @@ func TestValidateRejectsEachBadRelation(t *testing.T) {
 		{"grace below two heartbeats", func(p *policy.Policy) { p.LeaseDuration = 2*p.LeaseHeartbeat - 1 }, "lease_duration_ms"},
 		{"lease not shorter than task lifetime", func(p *policy.Policy) { p.LeaseDuration = p.MaxTaskLifetime }, "lease_duration_ms"},
 		{"cutover deadline shorter than the task lifetime", func(p *policy.Policy) { p.CutoverDeadline = p.MaxTaskLifetime - 1 }, "cutover_deadline_ms"},
+		{"compaction rebuild before the task lifetime", func(p *policy.Policy) { p.Compaction.RebuildAfter = p.MaxTaskLifetime - 1 }, "compaction.rebuild_after_ms"},
 		{"skew longer than the lease", func(p *policy.Policy) { p.ClockSkew = p.LeaseDuration + 1 }, "clock_skew_ms"},
 		{"compaction timeout not shorter than task lifetime", func(p *policy.Policy) {
 			p.Functions.CompactionTimeout = ms(15 * time.Minute)

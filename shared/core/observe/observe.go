@@ -170,6 +170,12 @@ type Config struct {
 	// before a due lifecycle transition (policy compaction.max_wait_behind_transition_ms;
 	// 0: a due transition always goes first).
 	CompactionMaxWait time.Duration
+	// CompactionRebuildAfter: a compaction still owed at an unchanged head
+	// whose task was taken is derived again under a fresh identity this
+	// long after the head was observed, then at 2x, 4x, ... while under
+	// GCSweepInterval (policy compaction.rebuild_after_ms; 0: only the
+	// sweep-interval rebuild).
+	CompactionRebuildAfter time.Duration
 	// Paused collections get no new task from the observer or
 	// reconciliation (policy paused_collections).
 	Paused policy.CollectionSet
@@ -181,14 +187,15 @@ type Config struct {
 // imported here, its tests reach the adapters, which import this package).
 func ConfigFrom(p policy.Policy, compactionDue func(contract.Summary) bool) Config {
 	return Config{
-		CompactionDue:     compactionDue,
-		CompactionPolicy:  p.Compaction.Fingerprint(),
-		TokenLifetime:     p.GC.TokenLifetime.D(),
-		RetentionWindow:   p.GC.RetentionWindow.D(),
-		GCSweepInterval:   p.GC.SweepInterval.D(),
-		Paused:            p.PausedCollections,
-		CompactionMaxWait: p.Compaction.MaxWaitBehindTransition.D(),
-		CoalesceRewrites:  true,
+		CompactionDue:          compactionDue,
+		CompactionPolicy:       p.Compaction.Fingerprint(),
+		TokenLifetime:          p.GC.TokenLifetime.D(),
+		RetentionWindow:        p.GC.RetentionWindow.D(),
+		GCSweepInterval:        p.GC.SweepInterval.D(),
+		Paused:                 p.PausedCollections,
+		CompactionMaxWait:      p.Compaction.MaxWaitBehindTransition.D(),
+		CompactionRebuildAfter: p.Compaction.RebuildAfter.D(),
+		CoalesceRewrites:       true,
 	}
 }
 

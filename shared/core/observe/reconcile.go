@@ -195,6 +195,25 @@ func (o *Observer) ReconcileOne(ctx context.Context, collection string) (Reconci
 	return rep, nil
 }
 
+// compactionRetry returns the backoff step at which cur's owed compaction
+// is derived again (its identity's time), if one has come: the head was
+// observed at least cfg.CompactionRebuildAfter ago (then 2x, 4x, ... while
+// under cfg.GCSweepInterval) and the head's rewrite task was taken (one
+// still pending in the queue is not duplicated). A result rejected again
+// waits for the next, doubled step: a bounded number of retries per head
+// and sweep interval, never one per pass.
+func compactionRetry(cfg Config, cur Observed, nowMs int64) (int64, bool) {
+	r := cfg.CompactionRebuildAfter.Milliseconds()
+	if r <= 0 || cur.RewriteClaims > cur.RewriteTaken {
+		return 0, false
+	}
+	var at int64
+	for step := r; step < cfg.GCSweepInterval.Milliseconds() && cur.ObservedAtUnixMs+step <= nowMs; step *= 2 {
+		at = cur.ObservedAtUnixMs + step
+	}
+	return at, at != 0
+}
+
 // compactionAged reports whether cur's compaction goes before a due
 // transition now: once compaction has been due without a cutover for
 // cfg.CompactionMaxWait, the two classes take turns of CompactionMaxWait
@@ -353,6 +372,16 @@ func PlanReconcile(cfg Config, cur Observed, res Result, nowMs int64) []Due {
 			// minute still collapse).
 			t = contract.NewSweepTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, nowMs).In(cur.Incarnation)
 			why += " (still due a sweep interval after the head was observed: retried under a fresh identity)"
+			rebuild = true
+		} else if at, ok := compactionRetry(cfg, cur, nowMs); ok {
+			// Still owed after its task was taken and had its whole
+			// lifetime: the result did not land (a rejected cutover, a
+			// dropped result, a failed run). Fresh work from the current
+			// head, under the identity of the backoff step (one task per
+			// step; the steps double up to the sweep interval).
+			t = contract.NewSweepTask(contract.KindCompaction, collection, cur.Version, cur.Checksum, res.FactsVersion, at).In(cur.Incarnation)
+			t.EnqueuedAtUnixMs = nowMs
+			why += fmt.Sprintf(" (still owed %s after the head was observed, its task taken: retried under a fresh identity)", time.Duration(at-cur.ObservedAtUnixMs)*time.Millisecond)
 			rebuild = true
 		}
 		add(t, why, cur.Version)

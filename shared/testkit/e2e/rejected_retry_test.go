@@ -14,7 +14,8 @@ import (
 // missing before the handoff) at a head that then stays unchanged: the
 // compaction debt at that head is still owed, and fresh work is derived
 // from the current head (SYSTEM rule 2) promptly — the next
-// reconciliation, a few minutes later and well under gc.sweep_interval,
+// reconciliation after compaction.rebuild_after_ms (15 min, the task
+// lifetime), well under gc.sweep_interval (1 h),
 // enqueues a compaction under a fresh identity that runs and cuts over.
 // The rejected result itself is never retried.
 func TestRejectedCutoverIsRetriedPromptly(t *testing.T) {
@@ -63,18 +64,20 @@ func TestRejectedCutoverIsRetriedPromptly(t *testing.T) {
 		t.Fatal("a rejected result was published")
 	}
 
-	// A few minutes later (well under the sweep interval), the head unchanged.
+	// compaction.rebuild_after_ms later (well under the sweep interval: the
+	// taken task's result can no longer land), the head unchanged.
 	sweep := time.Duration(env.Config.Policy.GC.SweepInterval)
-	clock.Advance(5 * time.Minute)
-	if 5*time.Minute >= sweep {
-		t.Fatalf("sweep interval %s: the test needs it longer than 5m", sweep)
+	wait := time.Duration(env.Config.Policy.Compaction.RebuildAfter) + time.Minute
+	if wait >= sweep/2 {
+		t.Fatalf("retry after %s, sweep interval %s: the test needs the retry well under the sweep interval", wait, sweep)
 	}
+	clock.Advance(wait)
 	if _, err := env.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	tasks = cxReceive(t, env, resources.QueueCompaction)
 	if len(tasks) != 1 {
-		t.Fatalf("%d compaction tasks 5m after a rejected cutover at unchanged head v%d, want 1 (a fresh identity)", len(tasks), head.Version)
+		t.Fatalf("%d compaction tasks %s after a rejected cutover at unchanged head v%d, want 1 (a fresh identity)", len(tasks), wait, head.Version)
 	}
 	retry, err := contract.DecodeTask("test task", []byte(tasks[0]))
 	if err != nil {
@@ -87,6 +90,77 @@ func TestRejectedCutoverIsRetriedPromptly(t *testing.T) {
 	cxHandoff(t, env)
 	if n := len(cxCutovers(cxLineage(t, env, "c1"))); n != 1 {
 		t.Fatalf("%d cutovers after the retry, want 1", n)
+	}
+	cxVerify(t, env, "c1")
+}
+
+// A compaction whose cutover is rejected every time at an unchanged head
+// is retried with a doubling delay (compaction.rebuild_after_ms, then 2x,
+// ... under the sweep interval), never once per reconciliation pass.
+func TestRejectedCutoverRetryBacksOff(t *testing.T) {
+	clock := newCxClock()
+	env := cxStart(t, localenv.Options{NoDelivery: true, Now: clock.Now})
+	ctx := context.Background()
+	if err := env.Workload.Create(ctx, "c1", contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	cxAppend(t, env, "c1", 4)
+	runReject := func() int {
+		tasks := cxReceive(t, env, resources.QueueCompaction)
+		if len(tasks) == 0 {
+			return 0
+		}
+		cxInvoke(t, env, resources.FnCompaction, tasks...)
+		done := cxReceive(t, env, resources.QueueHandoff)
+		for _, b := range done {
+			c, err := contract.DecodeCompletion("test completion", []byte(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Coverage != nil && len(c.Coverage.Added) > 0 {
+				if err := env.Bucket.Delete(ctx, c.Coverage.Added[0].Key); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if len(done) > 0 {
+			if failed, _ := cxInvoke(t, env, resources.FnHandoff, done...); len(failed) > 0 {
+				t.Fatal("handoff failed")
+			}
+		}
+		return len(tasks)
+	}
+	if _, err := env.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := runReject(); n != 1 {
+		t.Fatalf("%d first compaction tasks, want 1", n)
+	}
+	p := env.Config.Policy
+	sweep, retry := time.Duration(p.GC.SweepInterval), time.Duration(p.Compaction.RebuildAfter)
+	const pass = 5 * time.Minute
+	passes, runs := 0, 0
+	for elapsed := pass; elapsed < sweep; elapsed += pass {
+		clock.Advance(pass)
+		if _, err := env.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		passes++
+		runs += runReject()
+	}
+	want := 0
+	for step := retry; step < sweep; step *= 2 {
+		want++
+	}
+	t.Logf("%d reconciliation passes %s apart over a sweep interval of %s, every cutover rejected: %d retries (rebuild_after %s, doubling)", passes, pass, sweep, runs, retry)
+	if runs != want {
+		t.Fatalf("%d retries of a rejected compaction in %d passes, want %d (a doubling backoff)", runs, passes, want)
+	}
+	if n := cxMetric(env, "CutoversRejected"); n != float64(1+want) {
+		t.Fatalf("CutoversRejected %v, want %d", n, 1+want)
+	}
+	if len(cxCutovers(cxLineage(t, env, "c1"))) != 0 {
+		t.Fatal("a rejected result was published")
 	}
 	cxVerify(t, env, "c1")
 }

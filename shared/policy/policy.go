@@ -141,8 +141,9 @@ type Compaction struct {
 	// failed), is derived again under a fresh identity: RebuildAfter after
 	// the head was observed, then 2x, 4x, ... RebuildAfter while that is
 	// under gc.sweep_interval (the sweep-interval rebuild takes over).
-	// Never shorter than max_task_lifetime_ms: until then the taken
-	// task's result may still land, and a fresh task would duplicate it.
+	// Never shorter than max_task_lifetime_ms (0 or less: that lifetime):
+	// until then the taken task's result may still land, and a fresh task
+	// would duplicate it.
 	RebuildAfter Duration `json:"rebuild_after_ms"`
 }
 
@@ -241,7 +242,6 @@ func Default() Policy {
 			StartQuiet:              Duration(time.Second),
 			StartMaxWait:            Duration(2 * time.Second),
 			MaxWaitBehindTransition: Duration(time.Hour),
-			RebuildAfter:            Duration(15 * time.Minute),
 		},
 		GC: GC{
 			TokenLifetime:       Duration(15 * time.Minute),

@@ -28,7 +28,6 @@ func TestValidateRejectsEachBadRelation(t *testing.T) {
 		{"grace below two heartbeats", func(p *policy.Policy) { p.LeaseDuration = 2*p.LeaseHeartbeat - 1 }, "lease_duration_ms"},
 		{"lease not shorter than task lifetime", func(p *policy.Policy) { p.LeaseDuration = p.MaxTaskLifetime }, "lease_duration_ms"},
 		{"cutover deadline shorter than the task lifetime", func(p *policy.Policy) { p.CutoverDeadline = p.MaxTaskLifetime - 1 }, "cutover_deadline_ms"},
-		{"compaction rebuild before the task lifetime", func(p *policy.Policy) { p.Compaction.RebuildAfter = p.MaxTaskLifetime - 1 }, "compaction.rebuild_after_ms"},
 		{"skew longer than the lease", func(p *policy.Policy) { p.ClockSkew = p.LeaseDuration + 1 }, "clock_skew_ms"},
 		{"compaction timeout not shorter than task lifetime", func(p *policy.Policy) {
 			p.Functions.CompactionTimeout = ms(15 * time.Minute)
@@ -75,6 +74,7 @@ func TestValidateRejectsEachBadRange(t *testing.T) {
 		{func(p *policy.Policy) { p.GC.SweepInterval = 0 }, "gc.sweep_interval_ms"},
 		{func(p *policy.Policy) { p.GC.RetryBackoff = 0 }, "gc.retry_backoff_ms"},
 		{func(p *policy.Policy) { p.GC.RetryAfter = 0 }, "gc.retry_after_ms"},
+		{func(p *policy.Policy) { p.Compaction.RebuildAfter = -1 }, "compaction.rebuild_after_ms"},
 		{func(p *policy.Policy) { p.GC.BatchSize = 1001 }, "gc.batch_size"},
 		{func(p *policy.Policy) { p.GC.BatchSize = 0 }, "gc.batch_size"},
 		{func(p *policy.Policy) { p.GC.DeletesPerSec = 0 }, "gc.deletes_per_sec"},

@@ -84,8 +84,7 @@ func (p Policy) Validate() error {
 	nonNegative(c.StartQuiet, "compaction.start_quiet_ms")
 	nonNegative(c.StartMaxWait, "compaction.start_max_wait_ms")
 	check(c.MaxWaitBehindTransition > 0, "compaction.max_wait_behind_transition_ms", "must be positive (the aging bound of compaction behind transitions), is %d", c.MaxWaitBehindTransition.Ms())
-	check(c.RebuildAfter >= p.MaxTaskLifetime, "compaction.rebuild_after_ms",
-		"must be at least max_task_lifetime_ms %d (a taken task's result may land until then), is %d", p.MaxTaskLifetime.Ms(), c.RebuildAfter.Ms())
+	nonNegative(c.RebuildAfter, "compaction.rebuild_after_ms")
 	g := p.GC
 	check(g.BatchSize >= 1 && g.BatchSize <= awslimit.S3DeleteObjectsMaxKeys, "gc.batch_size",
 		"must be in 1..%d (S3 DeleteObjects takes at most %d keys), is %d", awslimit.S3DeleteObjectsMaxKeys, awslimit.S3DeleteObjectsMaxKeys, g.BatchSize)

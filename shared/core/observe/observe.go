@@ -173,8 +173,8 @@ type Config struct {
 	// CompactionRebuildAfter: a compaction still owed at an unchanged head
 	// whose task was taken is derived again under a fresh identity this
 	// long after the head was observed, then at 2x, 4x, ... while under
-	// GCSweepInterval (policy compaction.rebuild_after_ms; 0: only the
-	// sweep-interval rebuild).
+	// GCSweepInterval (policy compaction.rebuild_after_ms, at least
+	// max_task_lifetime_ms; 0: only the sweep-interval rebuild).
 	CompactionRebuildAfter time.Duration
 	// Paused collections get no new task from the observer or
 	// reconciliation (policy paused_collections).
@@ -194,7 +194,7 @@ func ConfigFrom(p policy.Policy, compactionDue func(contract.Summary) bool) Conf
 		GCSweepInterval:        p.GC.SweepInterval.D(),
 		Paused:                 p.PausedCollections,
 		CompactionMaxWait:      p.Compaction.MaxWaitBehindTransition.D(),
-		CompactionRebuildAfter: p.Compaction.RebuildAfter.D(),
+		CompactionRebuildAfter: max(p.Compaction.RebuildAfter.D(), p.MaxTaskLifetime.D()),
 		CoalesceRewrites:       true,
 	}
 }

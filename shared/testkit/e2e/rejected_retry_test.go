@@ -67,7 +67,7 @@ func TestRejectedCutoverIsRetriedPromptly(t *testing.T) {
 	// compaction.rebuild_after_ms later (well under the sweep interval: the
 	// taken task's result can no longer land), the head unchanged.
 	sweep := time.Duration(env.Config.Policy.GC.SweepInterval)
-	wait := time.Duration(env.Config.Policy.Compaction.RebuildAfter) + time.Minute
+	wait := max(time.Duration(env.Config.Policy.Compaction.RebuildAfter), time.Duration(env.Config.Policy.MaxTaskLifetime)) + time.Minute
 	if wait >= sweep/2 {
 		t.Fatalf("retry after %s, sweep interval %s: the test needs the retry well under the sweep interval", wait, sweep)
 	}
@@ -137,7 +137,7 @@ func TestRejectedCutoverRetryBacksOff(t *testing.T) {
 		t.Fatalf("%d first compaction tasks, want 1", n)
 	}
 	p := env.Config.Policy
-	sweep, retry := time.Duration(p.GC.SweepInterval), time.Duration(p.Compaction.RebuildAfter)
+	sweep, retry := time.Duration(p.GC.SweepInterval), max(time.Duration(p.Compaction.RebuildAfter), time.Duration(p.MaxTaskLifetime))
 	const pass = 5 * time.Minute
 	passes, runs := 0, 0
 	for elapsed := pass; elapsed < sweep; elapsed += pass {

@@ -294,8 +294,10 @@ type Due struct {
 	Task   contract.Task `json:"task"`
 	Reason string        `json:"reason"`
 	// Rebuild: a rewrite still due a whole sweep interval after its head
-	// was observed (its task's result was dropped, rejected or lost) is
-	// rebuilt under a fresh identity (signal RewritesRebuilt by Kind).
+	// was observed (its task's result was dropped, rejected or lost), or a
+	// compaction still owed at a backoff step (CompactionRebuildAfter,
+	// doubling) after its task was taken, is rebuilt under a fresh
+	// identity (signal RewritesRebuilt by Kind).
 	Rebuild bool `json:"rebuild,omitempty"`
 }
 

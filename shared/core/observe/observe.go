@@ -440,7 +440,7 @@ func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head
 			o.metrics.Add("DuplicateEventsAbsorbed", 1)
 		}
 		if o.guards.DuplicateRederive {
-			tasks := o.rederive(head, root, facts, prev)
+			tasks := o.rederive(head, root, facts, prev, reconciling)
 			if len(tasks) > 0 {
 				if err := o.enqueue(ctx, tasks, read); err != nil {
 					return res, fmt.Errorf("re-enqueue %d tasks of %s v%d: %w", len(tasks), head.Collection, head.Version, err)
@@ -468,7 +468,7 @@ func (o *Observer) absorbed(ctx context.Context, res Result, prev Observed, head
 // lost enqueue (the observed state was written, the tasks never were):
 // FIFO deduplication and the tasks' leases absorb the copies when the
 // first enqueue did happen.
-func (o *Observer) rederive(head contract.Head, root contract.Manifest, facts contract.CollectionFacts, prev Observed) []contract.Task {
+func (o *Observer) rederive(head contract.Head, root contract.Manifest, facts contract.CollectionFacts, prev Observed, reconciling bool) []contract.Task {
 	at := o.now()
 	if prev.FactsVersion == facts.FactsVersion && prev.ObservedAtUnixMs > 0 {
 		at = time.UnixMilli(prev.ObservedAtUnixMs)
@@ -476,7 +476,25 @@ func (o *Observer) rederive(head contract.Head, root contract.Manifest, facts co
 	st := prev
 	st.FactsVersion = facts.FactsVersion
 	st.Debt = o.debt(root, facts, at)
-	return o.tasks(head, st, at)
+	// Nothing for a head a worker found nothing to compact at
+	// (CompactionOwed). A reconciliation's look at the head leaves the
+	// rewrites' order to PlanReconcile, or a copy here would undo it
+	// whenever FIFO deduplication no longer absorbs it (past its five
+	// minutes: every pass): no compaction (PlanReconcile enqueues it
+	// whenever it is owed, under the head's identity or a fresh one when a
+	// result did not land), and no transition while an aged compaction has
+	// its turn (compactionAged).
+	owed := st.CompactionOwed(o.cfg.CompactionPolicy)
+	aged := reconciling && compactionAged(o.cfg, prev, o.now().UnixMilli())
+	return slices.DeleteFunc(o.tasks(head, st, at), func(t contract.Task) bool {
+		switch t.Kind {
+		case contract.KindCompaction:
+			return reconciling || !owed
+		case contract.KindLifecycleTransition:
+			return aged
+		}
+		return false
+	})
 }
 
 // enqueue sends tasks, each carrying the digest of the facts its kind

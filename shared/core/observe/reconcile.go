@@ -453,7 +453,7 @@ func (o *Observer) Preview(ctx context.Context, collection string) (res Result, 
 	case head.Version == prev.Version && head.ManifestChecksum == prev.Checksum:
 		res.Outcome, cur = OutcomeDuplicate, prev
 		if o.guards.DuplicateRederive {
-			res.Tasks = o.rederive(head, root, facts, prev)
+			res.Tasks = o.rederive(head, root, facts, prev, true)
 		}
 	default:
 		res.Outcome, cur = OutcomeStale, prev

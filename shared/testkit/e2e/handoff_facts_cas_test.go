@@ -65,6 +65,12 @@ func TestPublisherRefusesCutoverWhenFactsChangeDuringHeadSwap(t *testing.T) {
 		if cxMetric(env, "StaleFactsDropped") != 1 || cxMetric(env, "CutoversAccepted") != 0 {
 			t.Fatalf("want the result dropped as stale_facts: StaleFactsDropped %v, CutoversAccepted %v", cxMetric(env, "StaleFactsDropped"), cxMetric(env, "CutoversAccepted"))
 		}
+		// The refused commit's root is withdrawn: left above the head it
+		// would keep the compaction's outputs from GC (a root above the
+		// head may be a regressed head's).
+		if n, lin := rootKeys(t, env, "c1"), len(cxLineage(t, env, "c1")); n != lin {
+			t.Fatalf("%d roots stored, %d in the head's lineage: the refused commit's root was left", n, lin)
+		}
 		// Cleanup takes over: reconciliation enqueues the tombstone cleanup.
 		if _, err := env.Reconcile(context.Background()); err != nil {
 			t.Fatal(err)
@@ -249,4 +255,21 @@ func TestReleaseRefusedWhenTombstoneReplacedDuringTheRequest(t *testing.T) {
 		}
 		t.Logf("violation with CCS's facts check removed (expected): %v", v)
 	})
+}
+
+// rootKeys counts c's stored roots (parts and change parts apart).
+func rootKeys(t *testing.T, env *localenv.Env, c string) int {
+	t.Helper()
+	prefix := contract.CollectionPrefix(c) + "manifests/"
+	ls, err := env.Bucket.List(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range ls {
+		if !strings.Contains(strings.TrimPrefix(l.Key, prefix), "/") {
+			n++
+		}
+	}
+	return n
 }

@@ -34,6 +34,7 @@ func TestClassSlotsNeverExceedTheLimitAcrossInstances(t *testing.T) {
 	)
 	now := time.UnixMilli(1_800_000_000_000)
 	var running, maxRunning, taken, refused atomic.Int64
+	var released holderSet
 	var wg sync.WaitGroup
 	for i := range instances {
 		wg.Add(1)
@@ -63,6 +64,7 @@ func TestClassSlotsNeverExceedTheLimitAcrossInstances(t *testing.T) {
 				if err := slots.Release(ctx, "compaction", holder, now); err != nil {
 					t.Error(err)
 				}
+				released.Store(holder)
 			}
 		}()
 	}
@@ -70,8 +72,23 @@ func TestClassSlotsNeverExceedTheLimitAcrossInstances(t *testing.T) {
 	if maxRunning.Load() > limit || taken.Load() == 0 {
 		t.Fatalf("at most %d ran at once (limit %d), %d slots taken, %d refused", maxRunning.Load(), limit, taken.Load(), refused.Load())
 	}
-	if h, _ := awsio.NewSlots(env.Clients.Dynamo, env.Config.Table).Holders(ctx, "compaction", now); len(h) != 0 {
-		t.Fatalf("every slot was released, yet the item names %v", h)
+	// Every taken slot was released. A holder may remain only from an
+	// acquisition that was answered "not taken" after its write was
+	// ambiguous (a request that timed out under load and was applied after
+	// the re-read): it holds nothing anyone runs and frees at its lease
+	// end, like a crashed holder's.
+	slots := awsio.NewSlots(env.Clients.Dynamo, env.Config.Table)
+	h, _ := slots.Holders(ctx, "compaction", now)
+	for holder := range h {
+		if released.Load(holder) {
+			t.Fatalf("every taken slot was released, yet the item names %s (of %v)", holder, h)
+		}
+	}
+	if left, _ := slots.Holders(ctx, "compaction", now.Add(time.Minute+time.Millisecond)); len(left) != 0 {
+		t.Fatalf("after every lease ended the item still names %v", left)
+	}
+	if len(h) > 0 {
+		t.Logf("holders left by acquisitions answered not taken (freed at their lease end): %v", h)
 	}
 	t.Logf("%d instances x %d rounds, limit %d: %d taken, %d refused, at most %d at once", instances, rounds, limit, taken.Load(), refused.Load(), maxRunning.Load())
 }
@@ -257,3 +274,9 @@ func TestDeferredTaskIsNeverDroppedAndRunsWhenASlotFrees(t *testing.T) {
 		})
 	}
 }
+
+// holderSet is a set of holder names safe for concurrent use.
+type holderSet struct{ m sync.Map }
+
+func (s *holderSet) Store(h string)     { s.m.Store(h, true) }
+func (s *holderSet) Load(h string) bool { _, ok := s.m.Load(h); return ok }

@@ -114,8 +114,10 @@ func TestGCStrayRootAboveHeadIsKeptNotRefused(t *testing.T) {
 	in := e.add("c1", 2, 0, 0)
 	comp, out := e.lateCutover("c1", in)
 	// The publisher writes the root, then crashes before its head CAS
-	// (here: its clock passes not_after in between).
+	// (here: its clock passes not_after in between, and it never withdraws
+	// the root it wrote).
 	e.Publisher.SetQueue(func(context.Context, contract.CutoverRequest) {})
+	e.Publisher.SetCrashAfterRoot(true)
 	n := 0
 	e.Publisher.SetBeforeCAS(func() {
 		if n++; n == 1 {

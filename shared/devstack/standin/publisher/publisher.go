@@ -60,7 +60,9 @@ type Publisher struct {
 	opts      Options
 	log       *slog.Logger
 	beforeCAS func()
-	facts     FactsSource // CCS, for cutovers that carry ccs_facts (facts.go)
+	// crashAfterRoot: refused commits leave their root (SetCrashAfterRoot).
+	crashAfterRoot bool
+	facts          FactsSource // CCS, for cutovers that carry ccs_facts (facts.go)
 }
 
 // New returns a publisher.
@@ -87,6 +89,11 @@ func New(objects Objects, now func() time.Time, opts Options, log *slog.Logger) 
 // SetBeforeCAS sets a hook run after a version's root is written and
 // right before its head CAS (tests: time passing, a crash window).
 func (p *Publisher) SetBeforeCAS(fn func()) { p.beforeCAS = fn }
+
+// SetCrashAfterRoot makes a commit refused before its head CAS leave its
+// root in place, as a publisher that crashed between writing the root and
+// withdrawing it does (tests of GC's handling of a root above the head).
+func (p *Publisher) SetCrashAfterRoot(on bool) { p.crashAfterRoot = on }
 
 // SetQueue sets Options.Queue (before any cutover is served).
 func (p *Publisher) SetQueue(fn func(ctx context.Context, req contract.CutoverRequest)) {
@@ -304,7 +311,7 @@ type rootDeleter interface {
 // storage.
 func (p *Publisher) withdrawRoot(ctx context.Context, head contract.Head) {
 	d, ok := p.objects.(rootDeleter)
-	if !ok {
+	if !ok || p.crashAfterRoot {
 		return
 	}
 	if err := d.Delete(ctx, head.ManifestKey); err != nil {

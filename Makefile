@@ -18,7 +18,7 @@ help: ## list targets
 demo: ## run the product's main job on the embedded local stack (20 collections x 10 commits)
 	$(GO) run ./cmd/demo $(DEMO_ARGS)
 
-local: ## run the embedded AWS stack with the product in the foreground on 127.0.0.1:4566
+local: ## the embedded AWS stack with the product on 127.0.0.1:4566, as deployed 30x faster (reconcile every 10 s; LOCAL_ARGS='-time-scale N')
 	$(GO) run ./cmd/local $(LOCAL_ARGS)
 
 vet: ## go vet (root module)
@@ -28,6 +28,12 @@ fmt: ## gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 test-go: vet fmt ## root module tests (race detector on)
-	$(GO) test -race -count=1 -timeout 30m ./...
+	@mk/need.sh test-go go cc
+	$(GO) test -race -count=1 -timeout 60m ./...
+
+RACE_PKGS ?= ./...
+test-race: ## root module tests under the race detector without vet/fmt; narrow with RACE_PKGS=./shared/core/... RACE_FLAGS='-run X'
+	@mk/need.sh test-race go cc
+	$(GO) test -race -count=1 -timeout 30m $(RACE_FLAGS) $(RACE_PKGS)
 
 test: test-go test-infra sim-ci ## every test: root module (race detector), CDK infra, and a 1000-seed fault simulation

@@ -28,6 +28,9 @@ import (
 // logRetention is how long function logs (and the EMF metrics in them) stay.
 const logRetention = awslogs.RetentionDays_ONE_MONTH
 
+// logRetentionText says logRetention in the plan.
+const logRetentionText = "30 days"
+
 // checkAssets verifies, for every function, that <assetDir>/<name>/bootstrap
 // exists and is a linux/arm64 ELF executable, and returns the absolute asset
 // directory per function. CDK itself panics on a missing directory and
@@ -124,23 +127,30 @@ func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
 	vpc := c.vpcPlacement(cfg)
 	for _, f := range c.Definition.Functions {
 		id := exportName(f.Name)
-		name := FunctionName(c.Definition.Prefix, f.Name)
+		name := FunctionName(c.Definition.Prefix, f.Name) // resources.For's; deployed only with fixedNames
 		vars := map[string]*string{}
 		for _, k := range f.Env {
 			v, ok := env[k]
+			if k == resources.EnvHandoffSenders {
+				if v, err = c.handoffSendersEnv(); err != nil {
+					return err
+				}
+				ok = true
+			}
 			if !ok {
 				return fmt.Errorf("function %s reads %s, which this stack does not know how to fill", f.Name, k)
 			}
 			vars[k] = v
 		}
 		logGroup := awslogs.NewLogGroup(c.Stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
-			LogGroupName:  jsii.String("/aws/lambda/" + name),
+			LogGroupName:  c.physicalName("/aws/lambda/" + name),
 			Retention:     logRetention,
 			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 		})
+		mark(logGroup, "/aws/lambda/"+name)
 		role := awsiam.NewRole(c.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
 			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
-			Description: jsii.String("least-privilege role of the " + name + " function"),
+			Description: jsii.String("least-privilege role of the " + c.Definition.Prefix + " " + f.Name + " function"),
 		})
 		// Instead of the AWSLambdaBasicExecutionRole managed policy (log
 		// writes anywhere): writes to this function's own log group only.
@@ -150,18 +160,21 @@ func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
 			Resources: jsii.Strings(*logGroup.LogGroupArn()),
 		}))
 		fn := awslambda.NewFunction(c.Stack, jsii.String(id+"Function"), &awslambda.FunctionProps{
-			FunctionName:   jsii.String(name),
-			Description:    jsii.String(f.Description),
-			Runtime:        awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:   awslambda.Architecture_ARM_64(),
-			Handler:        jsii.String("bootstrap"),
-			Code:           awslambda.Code_FromAsset(jsii.String(assets[f.Name]), nil),
-			Timeout:        awscdk.Duration_Seconds(jsii.Number(f.Timeout.Seconds())),
-			MemorySize:     jsii.Number(float64(f.MemoryMB)),
-			Environment:    &vars,
-			Role:           role,
-			LogGroup:       logGroup,
-			LoggingFormat:  awslambda.LoggingFormat_TEXT, // EMF lines pass through unchanged
+			FunctionName: c.physicalName(name),
+			Description:  jsii.String(f.Description),
+			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture: awslambda.Architecture_ARM_64(),
+			Handler:      jsii.String("bootstrap"),
+			Code:         awslambda.Code_FromAsset(jsii.String(assets[f.Name]), nil),
+			Timeout:      awscdk.Duration_Seconds(jsii.Number(f.Timeout.Seconds())),
+			MemorySize:   jsii.Number(float64(f.MemoryMB)),
+			Environment:  &vars,
+			Role:         role,
+			LogGroup:     logGroup,
+			// JSON: Lambda's own lines (START, END, REPORT) are JSON like the
+			// function's (slog JSON, EMF), so Logs Insights discovers every
+			// field; an OS-only runtime's application lines pass unchanged.
+			LoggingFormat:  awslambda.LoggingFormat_JSON,
 			RecursiveLoop:  awslambda.RecursiveLoop_TERMINATE,
 			Tracing:        tracing(cfg),
 			Vpc:            vpc.vpc,
@@ -180,17 +193,21 @@ func (c *Coordinator) addFunctions(cfg Config, assets map[string]string) error {
 				Resources: jsii.Strings("*"),
 			}))
 		}
+		mark(fn, name)
 		c.Functions[f.Name] = fn
 		c.Roles[f.Name] = role
 	}
 
 	b := c.Definition.Bucket
+	// Retained like the DLQs (what it holds is failed head events), so its
+	// name is always generated.
 	c.NotifyFailures = awssqs.NewQueue(c.Stack, jsii.String("ObserverFailuresQueue"), &awssqs.QueueProps{
-		QueueName:       jsii.String(b.NotifyFailureQueue),
+		RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 	})
+	mark(c.NotifyFailures, b.NotifyFailureQueue)
 	c.addHeadEvents(cfg)
 
 	// A head event whose invocation fails every attempt (Lambda retries
@@ -239,7 +256,7 @@ func (c *Coordinator) addHeadEvents(cfg Config) {
 	p := b.HeadEventPattern(*c.Bucket.BucketName())
 	detail := p["detail"].(map[string]any)
 	c.HeadEventRule = awsevents.NewRule(c.Stack, jsii.String("HeadEventsRule"), &awsevents.RuleProps{
-		RuleName:    jsii.String(b.EventRule),
+		RuleName:    c.physicalName(b.EventRule),
 		Description: jsii.String("committed heads of the data bucket to the " + b.NotifyFunction + " function (EventBridge mode)"),
 		EventPattern: &awsevents.EventPattern{
 			Source:     jsii.Strings("aws.s3"),
@@ -308,8 +325,8 @@ func (c *Coordinator) envValues(cfg Config) (map[string]*string, error) {
 	env := map[string]*string{
 		resources.EnvBucket:            c.Bucket.BucketName(),
 		resources.EnvTable:             c.Table.TableName(),
-		resources.EnvPublisherEndpoint: jsii.String(cfg.PublisherEndpoint),
-		resources.EnvCCSEndpoint:       jsii.String(cfg.CCSEndpoint),
+		resources.EnvPublisherEndpoint: c.PublisherURL, // the context's, or the sandbox's stand-in API
+		resources.EnvCCSEndpoint:       c.CCSURL,
 		resources.EnvWatermarkBucket:   jsii.String(wmBucket),
 		resources.EnvWatermarkKey:      jsii.String(wmKey),
 		resources.EnvPolicy:            jsii.String(cfg.Policy),
@@ -342,5 +359,29 @@ func (c *Coordinator) watermark(cfg Config) (bucket awss3.IBucket, key string) {
 	if cfg.WatermarkBucket == "" {
 		return c.Bucket, key
 	}
-	return awss3.Bucket_FromBucketName(c.Stack, jsii.String("WatermarkBucket"), jsii.String(cfg.WatermarkBucket)), key
+	if c.wmBucket == nil {
+		c.wmBucket = awss3.Bucket_FromBucketName(c.Stack, jsii.String("WatermarkBucket"), jsii.String(cfg.WatermarkBucket))
+	}
+	return c.wmBucket, key
+}
+
+// addNotificationsHandlerLogs gives CDK's BucketNotificationsHandler (the
+// deploy-time function that puts the bucket's notification configuration)
+// a log group with the stack's retention and JSON logs: left alone, Lambda
+// would create /aws/lambda/<its name> on its first run, kept forever.
+func (c *Coordinator) addNotificationsHandlerLogs() error {
+	handler := findChild(c.Stack, "BucketNotificationsHandler")
+	if handler == nil {
+		return fmt.Errorf("CDK's BucketNotificationsHandler not found in the stack (CDK changed?)")
+	}
+	fn, ok := handler.Node().TryFindChild(jsii.String("Resource")).(awscdk.CfnResource)
+	if !ok {
+		return fmt.Errorf("CDK's BucketNotificationsHandler has no function resource (CDK changed?)")
+	}
+	logs := awslogs.NewLogGroup(c.Stack, jsii.String("BucketNotificationsHandlerLogs"), &awslogs.LogGroupProps{
+		Retention:     logRetention,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	fn.AddPropertyOverride(jsii.String("LoggingConfig"), map[string]any{"LogFormat": "JSON", "LogGroup": logs.LogGroupName()})
+	return nil
 }

@@ -100,6 +100,23 @@ func (c *Coordinator) addPolicies(cfg Config) {
 			c.Roles[fn].AddToPrincipalPolicy(st)
 		}
 	}
+	// Operator records (a lineage confirmation lifts GC's head-regression
+	// refusal) live under their own partition keys; no function role may
+	// write one, whatever else it may do in the table.
+	// Nor may any remove the undo (the data bucket's previous versions,
+	// kept for the bucket's undo window): no version deletes, no change of
+	// versioning, lifecycle, policy or object lock, on the data bucket
+	// whether created or imported.
+	for _, f := range c.Definition.Functions {
+		add(f.Name, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("NoOperatorRecords"), Effect: awsiam.Effect_DENY,
+			Actions: jsii.Strings(operatorRecordWrites...), Resources: &table,
+			Conditions: &map[string]any{"ForAnyValue:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{resources.OperatorKeyPrefix + "*"}}},
+		}), awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("NoUndoRemoval"), Effect: awsiam.Effect_DENY,
+			Actions: jsii.Strings(UndoRemovals...), Resources: jsii.Strings(*c.Bucket.BucketArn(), *c.Bucket.ArnForObjects(jsii.String("*"))),
+		}))
+	}
 
 	// observer: re-reads heads and opens manifests; never writes or deletes
 	// objects; keeps debt in the table; enqueues compaction and GC tasks.
@@ -112,6 +129,10 @@ func (c *Coordinator) addPolicies(cfg Config) {
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("EnqueueTasks", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueCompaction), queueArn(resources.QueueGC)}),
 		stmt("FanOutReconcile", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueReconcile)}),
+		// A namespace release reconciliation finds owed goes to the handoff,
+		// the one function whose role may record release intents; the
+		// handoff admits only that message kind from this role.
+		stmt("RequestNamespaceReleases", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),
 	)
 
 	// compaction: reads the head (staleness check before expensive work),
@@ -124,6 +145,18 @@ func (c *Coordinator) addPolicies(cfg Config) {
 		// PutObject also covers the multipart calls of a streamed output;
 		// aborting a failed stream is its own action.
 		stmt("WriteRewriteOutputs", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, objects(g.Rewrites...)),
+		// ... only where no object is: S3 itself refuses a PutObject or
+		// CompleteMultipartUpload (s3:ObjectCreationOperation) without
+		// If-None-Match, so whoever holds this role (not only our code,
+		// which always sends it) cannot overwrite a committed output.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("OutputsOnlyWhereNoneIs"), Effect: awsiam.Effect_DENY,
+			Actions: jsii.Strings("s3:PutObject"), Resources: ptrs(objects(g.Rewrites...)),
+			Conditions: &map[string]any{
+				"Null": map[string]any{"s3:if-none-match": "true"},
+				"Bool": map[string]any{"s3:ObjectCreationOperation": "true"},
+			},
+		}),
 		listBucket("ListForNotFound"),
 		stmt("CoordinatorState", tableItemOps, table),
 		stmt("HandOff", []string{"sqs:SendMessage"}, []*string{queueArn(resources.QueueHandoff)}),
@@ -174,6 +207,82 @@ func (c *Coordinator) addPolicies(cfg Config) {
 		stmt("ReadHeadsAndManifests", []string{"s3:GetObject"}, objects(g.Heads, g.Manifests)),
 		listBucket("ListForNotFound"),
 	)
+}
+
+func ptrs(s []*string) *[]*string { return &s }
+
+// UndoRemovals are the S3 actions that would take away the data bucket's
+// undo (a previous version of a deleted or overwritten object): denied to
+// every function role.
+var UndoRemovals = []string{"s3:DeleteObjectVersion", "s3:PutBucketVersioning", "s3:PutLifecycleConfiguration",
+	"s3:PutBucketPolicy", "s3:DeleteBucketPolicy", "s3:PutBucketObjectLockConfiguration", "s3:DeleteBucket"}
+
+// operatorRecordWrites are the DynamoDB actions that can write an item
+// (every one, granted or not): denied to the function roles on operator
+// records.
+var operatorRecordWrites = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+
+// addOperatorRecordsPolicy creates the operator-records managed policy
+// (named <prefix>-operator-records with fixed names, its ARN the
+// OperatorRecordsPolicyArn output), which an account administrator attaches to the operators' principals
+// (it is attached to nothing here): read and write the operator records
+// (lineage confirmations, bcc confirm-lineage) and forget the observed
+// state a confirmation supersedes, and nothing else.
+func (c *Coordinator) addOperatorRecordsPolicy() {
+	table := c.Table.TableArn()
+	c.OperatorRecords = awsiam.NewManagedPolicy(c.Stack, jsii.String("OperatorRecordsPolicy"), &awsiam.ManagedPolicyProps{
+		ManagedPolicyName: c.physicalName(c.Definition.Prefix + "-operator-records"),
+		Description:       jsii.String("operators of " + c.Definition.Prefix + ": record lineage confirmations (bcc confirm-lineage); no function role may"),
+		Statements: &[]awsiam.PolicyStatement{
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid: jsii.String("OperatorRecords"), Actions: jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem"), Resources: jsii.Strings(*table),
+				Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{resources.OperatorKeyPrefix + "*"}}},
+			}),
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid: jsii.String("ForgetSupersededObservedState"), Actions: jsii.Strings("dynamodb:DeleteItem"), Resources: jsii.Strings(*table),
+				Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{resources.CollectionKeyPrefix + "*"}}},
+			}),
+		},
+	})
+}
+
+// addHandoffQueuePolicy lets only the roles that send to the handoff
+// queue send to it (resources.HandoffSenders: the observer's namespace
+// release requests, compaction's rewrites, GC's cleanups): a Deny of
+// sqs:SendMessage to every other principal, whatever its own policy
+// grants (an administrator, another stack's role). The handoff further
+// admits each kind of message only from its own sender's role
+// (BCC_HANDOFF_SENDERS, checked against the SenderId SQS stamps). The
+// queue's DLQ is therefore not redriven into it: a completion lost there
+// is derived again by reconciliation (rule 17).
+func (c *Coordinator) addHandoffQueuePolicy() {
+	var senders []*string
+	for _, fn := range resources.HandoffSenders {
+		senders = append(senders, c.Roles[fn].RoleArn())
+	}
+	q := c.Queues[resources.QueueHandoff]
+	q.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("OnlyExecutorRolesSend"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  jsii.Strings(*q.QueueArn()),
+		Conditions: &map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": senders}},
+	}))
+}
+
+// handoffSendersEnv is BCC_HANDOFF_SENDERS: each sender's role unique id
+// (the prefix of the SenderId SQS stamps on its messages).
+func (c *Coordinator) handoffSendersEnv() (*string, error) {
+	parts := make([]string, 0, len(resources.HandoffSenders))
+	for _, fn := range resources.HandoffSenders {
+		role, ok := c.Roles[fn]
+		if !ok {
+			return nil, fmt.Errorf("%s: the %s role must exist before the handoff's environment", resources.EnvHandoffSenders, fn)
+		}
+		parts = append(parts, fmt.Sprintf("%q:%q", fn, *role.RoleId()))
+	}
+	return jsii.String("{" + strings.Join(parts, ",") + "}"), nil
 }
 
 // checkPoliciesCover guards against a function added to the definition

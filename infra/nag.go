@@ -65,7 +65,7 @@ func addSuppressions(c *Coordinator) error {
 	for _, f := range c.Definition.Functions {
 		var applies []interface{}
 		for _, o := range c.Owners {
-			if !slices.Contains(f.Env, o.env) {
+			if !slices.Contains(f.Env, o.env) || o.sandbox { // sandbox owners: addSandboxSuppressions
 				continue
 			}
 			for _, r := range o.resource {
@@ -94,6 +94,10 @@ func addSuppressions(c *Coordinator) error {
 				Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(ReasonNoResourceLevel), AppliesTo: &[]interface{}{"Resource::*"},
 			}}, jsii.Bool(true))
 		}
+	}
+
+	if c.Sandbox != nil {
+		addSandboxSuppressions(c)
 	}
 
 	handler := findChild(c.Stack, "BucketNotificationsHandler")

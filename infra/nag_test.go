@@ -20,7 +20,7 @@ import (
 )
 
 func TestCdkNagAwsSolutionsHasNoUnsuppressedFindings(t *testing.T) {
-	both(t, func(t *testing.T, s *synth) {
+	all(t, func(t *testing.T, s *synth) {
 		nag := assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))
 		for kind, msgs := range map[string]*[]*cxapi.SynthesisMessage{
 			"error":   s.ann.FindError(jsii.String("*"), nag),
@@ -35,27 +35,62 @@ func TestCdkNagAwsSolutionsHasNoUnsuppressedFindings(t *testing.T) {
 	})
 }
 
-func TestMissingEndpointsWarn(t *testing.T) {
-	both(t, func(t *testing.T, s *synth) {
-		for _, key := range []string{CtxPublisherEndpoint, CtxCCSEndpoint} {
-			n := len(*s.ann.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("context "+key+" is empty.*"))))
-			if want := map[bool]int{true: 1, false: 0}[s == def]; n != want {
-				t.Errorf("%d warnings about empty %s, want %d", n, key, want)
+// A stack without its owners would fail every reconciliation and alarm by
+// design: synthesis refuses it with the documented message (what to pass,
+// or SANDBOX=true), unless it is a sandbox, which deploys the stand-ins
+// (def) and refuses to point at anything real.
+func TestAStackWithoutOwnersIsRefusedUnlessSandbox(t *testing.T) {
+	base, err := cdkJSONContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  map[string]any
+		want string
+	}{
+		{"cdk.json as is", nil, ErrNoOwners + ": publisherEndpoint (PUBLISHER_ENDPOINT) and ccsEndpoint (CCS_ENDPOINT) not set. " +
+			"Without its Manifest Publisher and Catalog Control Service the coordinator fails every reconciliation and alarms"},
+		{"publisher only", map[string]any{CtxPublisherEndpoint: ownPublisher}, ErrNoOwners + ": ccsEndpoint (CCS_ENDPOINT) not set"},
+		{"ccs only", map[string]any{CtxCCSEndpoint: ownCCS}, "or SANDBOX=true (-c sandbox=true) for a demo-account stack that deploys the stand-in publisher, CCS and watermark"},
+		{"sandbox with an owner", map[string]any{CtxSandbox: "true", CtxCCSEndpoint: ownCCS}, "drop ccsEndpoint"},
+		{"sandbox with an imported bucket", map[string]any{CtxSandbox: "true", CtxDataBucketName: impBucket}, "drop dataBucketName"},
+		{"sandbox without signing", map[string]any{CtxSandbox: "true", CtxOwnerAuth: resources.OwnerAuthNone}, "drop ownerAuth=none"},
+		{"sandbox not a boolean", map[string]any{CtxSandbox: "yes"}, `context sandbox "yes": want true or false`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := map[string]any{}
+			for k, v := range base {
+				ctx[k] = v
 			}
-		}
-	})
+			for k, v := range tc.ctx {
+				ctx[k] = v
+			}
+			cfg, err := configFrom(func(k string) any { return ctx[k] })
+			if err == nil {
+				cfg.AssetDir = def.cfg.AssetDir
+				_, err = NewCoordinatorStack(awscdk.NewApp(nil), cfg.StackName, &CoordinatorStackProps{Config: cfg})
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("synthesis error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	if !def.cfg.Sandbox || def.c.Sandbox == nil {
+		t.Fatal("the default test stack is not the sandbox")
+	}
 }
 
 // TestSuppressionsAreTheDocumentedOnes pins which findings are suppressed,
 // on which resources, and that each carries its reason.
 func TestSuppressionsAreTheDocumentedOnes(t *testing.T) {
 	reasons := map[string][]string{
-		"AwsSolutions-IAM5": {ReasonObjectKeyWildcards, ReasonOwnerRouteWildcard, ReasonNoResourceLevel},
+		"AwsSolutions-IAM5": {ReasonObjectKeyWildcards, ReasonOwnerRouteWildcard, ReasonNoResourceLevel, ReasonStandinPublisherKeys, ReasonStandinCCSReads},
 		"AwsSolutions-IAM4": {ReasonNotificationsHandlerManagedPolicy},
 		"AwsSolutions-S1":   {ReasonAccessLogBucket},
 		"AwsSolutions-SQS3": {ReasonFailureDestination},
 	}
-	both(t, func(t *testing.T, s *synth) {
+	all(t, func(t *testing.T, s *synth) {
 		got := map[string]bool{}
 		for id, r := range s.resource {
 			md, _ := r["Metadata"].(map[string]any)
@@ -75,8 +110,12 @@ func TestSuppressionsAreTheDocumentedOnes(t *testing.T) {
 		for _, f := range s.c.Definition.Functions {
 			want["AwsSolutions-IAM5 "+exportName(f.Name)+"Role"] = true
 		}
-		if s == def {
+		if s != imp {
 			want["AwsSolutions-S1 AccessLogBucket"] = true
+		}
+		if s == def {
+			want["AwsSolutions-IAM5 StandinPublisherRole"] = true
+			want["AwsSolutions-IAM5 StandinCcsRole"] = true
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("suppressions\n got %v\nwant %v", got, want)
@@ -144,7 +183,7 @@ func TestSynthesisFailsLoudlyWithoutBootstrap(t *testing.T) {
 			var c *Coordinator
 			var err error
 			check(t, "constructor", func() {
-				c, err = NewCoordinatorStack(app, "broken", &CoordinatorStackProps{Config: Config{AssetDir: assets}})
+				c, err = NewCoordinatorStack(app, "broken", &CoordinatorStackProps{Config: Config{AssetDir: assets, PublisherEndpoint: ownPublisher, CCSEndpoint: ownCCS}})
 			})
 			if err == nil || c != nil {
 				t.Fatalf("NewCoordinatorStack succeeded with a broken %s asset", broken)

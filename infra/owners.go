@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 
@@ -30,6 +31,10 @@ type ownerEndpoint struct {
 	// Gateway URL), so a function can be granted only the routes it calls.
 	// An ARN given in context covers what the operator scoped it to.
 	perRoute bool
+	// sandbox: a stand-in of a sandbox stack (sandbox.go); tails[i] is the
+	// literal part of resource[i] after the API id.
+	sandbox bool
+	tails   []string
 }
 
 // ownerEndpoints resolves, for owner auth sigv4, the grant each configured
@@ -40,6 +45,9 @@ type ownerEndpoint struct {
 // ccsInvokeArn): a function URL does not name its function, a custom
 // domain does not name its API.
 func (c *Coordinator) ownerEndpoints(cfg Config) ([]ownerEndpoint, error) {
+	if c.Sandbox != nil {
+		return c.sandboxOwners(), nil
+	}
 	return resolveOwners(cfg, *c.Stack.Partition(), *c.Stack.Account())
 }
 
@@ -67,12 +75,27 @@ func resolveOwners(cfg Config, partition, account string) ([]ownerEndpoint, erro
 			switch parts[2] {
 			case "execute-api":
 				o.actions = []string{"execute-api:Invoke"}
+				if stage, ok := strings.CutSuffix(parts[5], "/*"); ok && strings.Count(stage, "/") == 1 {
+					// <api>/<stage>/*: narrowed to each route, whatever
+					// base path the API maps it under (IAM's '*' matches
+					// any run of characters, none included), so that each
+					// function is granted only the routes it calls.
+					base := strings.Join(parts[:5], ":") + ":" + stage
+					o.perRoute = true
+					o.resource = nil
+					for _, r := range o.routes {
+						o.resource = append(o.resource, fmt.Sprintf("%s/%s*%s", base, r.Method, r.Path))
+					}
+					break
+				}
 			case "lambda":
 				o.actions = []string{"lambda:InvokeFunctionUrl"}
 			default:
 				return nil, fmt.Errorf("context %s %q: want an execute-api or a lambda function ARN", o.ctxARN, o.arn)
 			}
-			o.resource = []string{o.arn}
+			if !o.perRoute {
+				o.resource = []string{o.arn}
+			}
 		case derived && service == resources.SigningAPIGateway:
 			u, _ := url.Parse(o.url)
 			api := strings.Split(u.Hostname(), ".")[0]
@@ -104,20 +127,54 @@ func resolveOwners(cfg Config, partition, account string) ([]ownerEndpoint, erro
 }
 
 // addOwnerGrants lets each function that calls an owner (its environment
-// carries the owner's URL) invoke exactly the owner's routes; of the
-// publisher's, only those the function calls (resources.Function
-// PublisherRoutes: the handoff submits cutovers, GC retires dropped heads).
+// carries the owner's URL) invoke exactly the owner routes it calls
+// (resources.Function PublisherRoutes and CCSRoutes: the handoff submits
+// cutovers and records release intents, GC retires dropped heads, every
+// other CCS call reads facts). An owner ARN from context that cannot be
+// narrowed to routes (a Lambda function URL, an execute-api ARN scoped
+// otherwise than <api>/<stage>/*) is granted whole to each function that
+// calls the owner, with a synth warning: the owner's own policy must then
+// keep the write routes to the handoff.
 func (c *Coordinator) addOwnerGrants(owners []ownerEndpoint) {
-	for _, f := range c.Definition.Functions {
+	for fn, grants := range ownerGrants(c.Definition, owners) {
+		for _, g := range grants {
+			c.Roles[fn].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("Invoke" + exportName(g.owner)),
+				Actions:   jsii.Strings(g.actions...),
+				Resources: jsii.Strings(g.resources...),
+			}))
+		}
+	}
+	for _, o := range owners {
+		if !o.perRoute {
+			awscdk.Annotations_Of(c.Stack).AddWarningV2(jsii.String("bcc:"+o.ctxARN), jsii.String(fmt.Sprintf(
+				"context %s %s cannot be narrowed to the routes each function calls: every function that calls the %s may invoke all of it; "+
+					"let the %s's own policy admit its write routes (%s) only from the handoff's role, or give an execute-api ARN of the form arn:...:<api>/<stage>/*",
+				o.ctxARN, o.arn, o.name, o.name, writeRoutes(o))), nil)
+		}
+	}
+}
+
+// ownerGrant is what one function may invoke at one owner.
+type ownerGrant struct {
+	owner     string
+	actions   []string
+	resources []string
+}
+
+// ownerGrants is, by function, what addOwnerGrants grants.
+func ownerGrants(def resources.Definition, owners []ownerEndpoint) map[string][]ownerGrant {
+	out := map[string][]ownerGrant{}
+	for _, f := range def.Functions {
 		for _, o := range owners {
 			if !slices.Contains(f.Env, o.env) {
 				continue
 			}
 			res := o.resource
-			if o.name == "publisher" && o.perRoute {
+			if o.perRoute {
 				res = nil
 				for i, r := range o.routes {
-					if slices.Contains(f.PublisherRoutes, r) {
+					if slices.Contains(f.Routes(o.name), r) {
 						res = append(res, o.resource[i])
 					}
 				}
@@ -125,11 +182,19 @@ func (c *Coordinator) addOwnerGrants(owners []ownerEndpoint) {
 			if len(res) == 0 {
 				continue
 			}
-			c.Roles[f.Name].AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Sid:       jsii.String("Invoke" + exportName(o.name)),
-				Actions:   jsii.Strings(o.actions...),
-				Resources: jsii.Strings(res...),
-			}))
+			out[f.Name] = append(out[f.Name], ownerGrant{owner: o.name, actions: o.actions, resources: res})
 		}
 	}
+	return out
+}
+
+// writeRoutes names an owner's write routes (its POSTs).
+func writeRoutes(o ownerEndpoint) string {
+	var w []string
+	for _, r := range o.routes {
+		if r.Method != "GET" {
+			w = append(w, r.Method+" "+r.Path)
+		}
+	}
+	return strings.Join(w, ", ")
 }

@@ -58,8 +58,25 @@ func WritePlan(w io.Writer, cfg Config) error {
 	if err := validate(def, cfg); err != nil {
 		return err
 	}
+	if err := checkAlarmDestination(cfg); err != nil {
+		return err
+	}
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
-	p("Stack %s will create (names and settings from resources.For(%q, policy)):", cfg.StackName, cfg.Prefix)
+	named := func(name string) string {
+		if cfg.FixedNames {
+			return name
+		}
+		return "(generated name; stands for " + name + ")"
+	}
+	retained := func(name string) string { // retained by make destroy, so never a fixed name
+		return "(generated name; stands for " + name + "; RETAINED by make destroy with its messages)"
+	}
+	p("Stack %s will create (settings from resources.For(%q, policy); every resource tagged %s=%s):", cfg.StackName, cfg.Prefix, TagDeployment, cfg.Prefix)
+	if cfg.Sandbox {
+		p("  - SANDBOX (a demo account only): the stand-in Manifest Publisher and Catalog Control Service as functions behind one HTTP API")
+		p("    (every route IAM-authorized; the coordinator signs its calls as it does to real owners), the stand-in query-plane")
+		p("    watermark published every %s, and the stand-in CCS's own table %s", resources.SandboxDefinition().WatermarkEvery, named(def.CCSTable.Name))
+	}
 	if cfg.DataBucketName != "" {
 		p("  - data bucket: none; uses your bucket %s (imported: its encryption, policy and logging stay yours)", cfg.DataBucketName)
 	} else {
@@ -73,15 +90,15 @@ func WritePlan(w io.Writer, cfg Config) error {
 		p("  - a notification on the bucket: object created %s*%s -> %s (kept: the bucket's other notifications; S3 refuses an overlapping one: then use -c %s=%s)",
 			def.Bucket.NotifyPrefix, def.Bucket.NotifySuffix, def.Bucket.NotifyFunction, CtxHeadEvents, resources.HeadEventsEventBridge)
 	}
-	p("  - DynamoDB table %s (on demand, PITR; destroyed by make destroy: its content is disposable)", def.Table.Name)
+	p("  - DynamoDB table %s (on demand, PITR; destroyed by make destroy: its content is disposable)", named(def.Table.Name))
 	for _, q := range def.Queues {
-		p("  - FIFO queue %s (high throughput: %v) + DLQ %s -> %s", q.Name, q.HighThroughput, q.DLQName, q.Consumer)
+		p("  - FIFO queue %s (high throughput: %v) + DLQ %s -> %s", named(q.Name), q.HighThroughput, retained(q.DLQName), q.Consumer)
 	}
-	p("  - standard queue %s (failed head events)", def.Bucket.NotifyFailureQueue)
+	p("  - standard queue %s (failed head events)", retained(def.Bucket.NotifyFailureQueue))
 	for _, f := range def.Functions {
-		p("  - function %s (arm64, %d MB, %s timeout, own role and log group)", def.FunctionName(f.Name), f.MemoryMB, f.Timeout)
+		p("  - function %s (arm64, %d MB, %s timeout, own role and log group with %s retention, JSON logs)", named(def.FunctionName(f.Name)), f.MemoryMB, f.Timeout, logRetentionText)
 	}
-	p("  - reconcile schedule every %s; dashboard %s-coordinator; alarms", def.ReconcileSchedule, cfg.Prefix)
+	p("  - reconcile schedule every %s; dashboard %s (filtered on Deployment=%s); alarms", def.ReconcileSchedule, named(cfg.Prefix+"-coordinator"), cfg.Prefix)
 	if cfg.Tracing {
 		p("  - X-Ray active tracing on every function")
 	}
@@ -93,33 +110,23 @@ func WritePlan(w io.Writer, cfg Config) error {
 	p("  - AWS credentials for the target account and region (the CLI uses the default credential chain)")
 	p("  - the CDK bootstrap stack (CDKToolkit) in that account and region: once, `make bootstrap`")
 	p("  - function binaries: `make deploy` builds them first (build/<function>/bootstrap)")
-	needs := 0
-	for _, o := range []struct{ key, val, what string }{
-		{CtxPublisherEndpoint, cfg.PublisherEndpoint, "Manifest Publisher base URL (PUBLISHER_ENDPOINT): without it no result is ever published"},
-		{CtxCCSEndpoint, cfg.CCSEndpoint, "Catalog Control Service base URL (CCS_ENDPOINT): without it GC refuses every collection (fail closed)"},
-	} {
-		if o.val == "" {
-			p("  - MISSING -c %s: %s", o.key, o.what)
-			needs++
-		}
-	}
 	owners, err := resolveOwners(cfg, "aws", "<this account>")
 	if err != nil {
 		return err
+	}
+	if cfg.Sandbox {
+		owners = nil
+		p("  - nothing from an owner: the functions call the stand-ins' API, allowed execute-api:Invoke on exactly the routes each calls")
 	}
 	for _, o := range owners {
 		p("  - the %s API to accept SigV4 (API Gateway AWS_IAM, or a function URL with AWS_IAM) and its resource policy to admit the function roles; they will be allowed %s on %s (each function only the routes it calls)",
 			o.name, strings.Join(o.actions, ","), strings.Join(o.resource, ", "))
 	}
 	if cfg.AlarmEmail == "" && cfg.AlarmTopicArn == "" {
-		p("  - (recommended) ALARM_EMAIL or ALARM_TOPIC_ARN: otherwise the alarms notify no one")
+		p("  - nothing for the alarms: NO_ALARM_DESTINATION=true was given, so they change state and notify no one")
 	}
 	if cfg.VpcID != "" {
 		p("  - in that VPC: gateway endpoints for S3 and DynamoDB, interface endpoints for SQS (and execute-api for a private owner API), or a NAT gateway")
-	}
-	if needs > 0 {
-		p("")
-		p("%d context value(s) missing: the stack deploys, but see above.", needs)
 	}
 	return nil
 }
@@ -128,7 +135,23 @@ func WritePlan(w io.Writer, cfg Config) error {
 // (a typo would otherwise deploy the default silently).
 var knownContextKeys = []string{CtxPrefix, CtxStackName, CtxAssetDir, CtxDataBucketName, CtxPublisherEndpoint, CtxCCSEndpoint,
 	CtxWatermarkBucket, CtxWatermarkKey, CtxPolicy, CtxAlarmEmail, CtxAlarmTopicArn, CtxHeadEvents, CtxOwnerAuth, CtxOwnerSigning,
-	CtxPublisherInvokeArn, CtxCCSInvokeArn, CtxTracing, CtxVpcID, CtxVpcSubnetIDs, CtxVpcSecurityGroups}
+	CtxPublisherInvokeArn, CtxCCSInvokeArn, CtxTracing, CtxVpcID, CtxVpcSubnetIDs, CtxVpcSecurityGroups,
+	CtxSandbox, CtxFixedNames, CtxNoAlarmDestination, CtxNoncurrentVersionDays}
+
+// ErrNoAlarmDestination begins make plan's refusal of a deploy whose
+// alarms would notify no one, unless that was asked for.
+const ErrNoAlarmDestination = "no alarm destination"
+
+// checkAlarmDestination makes an alarm destination a decision: an email,
+// a topic, or an explicit "none is wanted".
+func checkAlarmDestination(cfg Config) error {
+	if cfg.AlarmEmail != "" || cfg.AlarmTopicArn != "" || cfg.NoAlarmDestination {
+		return nil
+	}
+	return fmt.Errorf("%s: the stack's alarms would change state and notify no one. Set ALARM_EMAIL=oncall@example.com (-c %s=...: a topic with that subscription) "+
+		"or ALARM_TOPIC_ARN=arn:aws:sns:... (-c %s=...: an existing topic), or NO_ALARM_DESTINATION=true (-c %s=true) if none is wanted",
+		ErrNoAlarmDestination, CtxAlarmEmail, CtxAlarmTopicArn, CtxNoAlarmDestination)
+}
 
 func checkContextKeys(extra contextArgs) error {
 	for k := range extra {

@@ -13,19 +13,22 @@ const dlqRetentionDays = 14
 
 // addQueues creates one FIFO queue per task class with a FIFO DLQ each.
 // Both use SQS-managed server-side encryption (no customer key to grant) and
-// refuse requests that are not TLS.
+// refuse requests that are not TLS. A DLQ is retained by make destroy (and
+// by a change that replaces it): its dead letters are what an operator
+// still has to inspect and redrive. Its name is always generated (even
+// with fixedNames), so a retained DLQ never blocks the next deploy.
 func (c *Coordinator) addQueues() {
 	for _, q := range c.Definition.Queues {
 		id := exportName(q.Class)
 		dlq := awssqs.NewQueue(c.Stack, jsii.String(id+"DLQ"), &awssqs.QueueProps{
-			QueueName:       jsii.String(q.DLQName),
+			RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
 			Fifo:            jsii.Bool(true),
 			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 			EnforceSSL:      jsii.Bool(true),
 			RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
 		})
 		props := &awssqs.QueueProps{
-			QueueName: jsii.String(q.Name),
+			QueueName: c.physicalName(q.Name),
 			Fifo:      jsii.Bool(true),
 			// Deduplication ids are task identities set by the sender, never
 			// content hashes: the same task enqueued twice within SQS's
@@ -48,6 +51,8 @@ func (c *Coordinator) addQueues() {
 			props.DeduplicationScope = awssqs.DeduplicationScope_MESSAGE_GROUP
 		}
 		main := awssqs.NewQueue(c.Stack, jsii.String(id+"Queue"), props)
+		mark(main, q.Name)
+		mark(dlq, q.DLQName)
 		c.Queues[q.Class] = main
 		c.DLQs[q.Class] = dlq
 	}

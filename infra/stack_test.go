@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,9 +28,40 @@ func refM(id string) map[string]any       { return m("Ref", id) }
 func getAttM(id, a string) map[string]any { return m("Fn::GetAtt", []any{id, a}) }
 
 // both runs f against both synthesized stacks.
+// fixedName is what a name property must be: name with fixedNames,
+// absent (generated) otherwise.
+func fixedName(s *synth, name string) any {
+	if s.cfg.FixedNames {
+		return name
+	}
+	return assertions.Match_Absent()
+}
+
+// standinFunctions and standinRules count what a sandbox adds.
+func standinFunctions(s *synth) int {
+	if s.c.Sandbox == nil {
+		return 0
+	}
+	return len(resources.SandboxDefinition().Functions)
+}
+
+func standinRules(s *synth) int {
+	if s.c.Sandbox == nil {
+		return 0
+	}
+	return 1 // the watermark schedule
+}
+
 func both(t *testing.T, f func(t *testing.T, s *synth)) {
 	t.Run("created-bucket", func(t *testing.T) { f(t, def) })
 	t.Run("imported-bucket", func(t *testing.T) { f(t, imp) })
+}
+
+// all runs f on every synthesized stack: the sandbox (def), the imported
+// bucket with fixed names (imp) and next to real owners (own).
+func all(t *testing.T, f func(t *testing.T, s *synth)) {
+	both(t, f)
+	t.Run("owners", func(t *testing.T) { f(t, own) })
 }
 
 func TestHeadNotificationTargetsObserverWithSuffixFilter(t *testing.T) {
@@ -64,8 +96,8 @@ func TestHeadNotificationTargetsObserverWithSuffixFilter(t *testing.T) {
 	if render(cr["BucketName"]) != ref(s.id(t, "DataBucket")) {
 		t.Fatalf("notification on %v, want the data bucket", cr["BucketName"])
 	}
-	if n := len(s.ofType("AWS::Events::Rule")); n != 1 {
-		t.Fatalf("%d event rules in notification mode, want only the reconcile schedule", n)
+	if n := len(s.ofType("AWS::Events::Rule")); n != 1+standinRules(s) {
+		t.Fatalf("%d event rules in notification mode, want only the reconcile schedule (and the sandbox's watermark schedule)", n)
 	}
 }
 
@@ -109,9 +141,13 @@ func TestQueuesAreFIFOWithFIFODLQs(t *testing.T) {
 		d := s.c.Definition
 		check(t, "queue count", func() {
 			s.tmpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(float64(2*len(d.Queues)+1)))
+			// retained, so never a fixed name (fixedNames or not)
+			s.tmpl.HasResource(jsii.String("AWS::SQS::Queue"), m("Properties", m("QueueName", assertions.Match_Absent()), "DeletionPolicy", "Retain"))
 		})
 		check(t, "observer on-failure destination", func() {
-			s.tmpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), m("QueueName", d.Bucket.NotifyFailureQueue, "SqsManagedSseEnabled", true))
+			if r := props(s.resource[s.id(t, "ObserverFailuresQueue")]); r["SqsManagedSseEnabled"] != true || r["QueueName"] != nil {
+				t.Errorf("failure queue %v", r)
+			}
 			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventInvokeConfig"), m(
 				"FunctionName", refM(s.id(t, exportName(resources.FnObserver)+"Function")), "MaximumRetryAttempts", float64(2),
 				"DestinationConfig", m("OnFailure", m("Destination", getAttM(s.id(t, "ObserverFailuresQueue"), "Arn"))),
@@ -122,7 +158,7 @@ func TestQueuesAreFIFOWithFIFODLQs(t *testing.T) {
 			dlq := s.id(t, id+"DLQ")
 			check(t, q.Class+" queue", func() {
 				s.tmpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), m(
-					"QueueName", q.Name,
+					"QueueName", fixedName(s, q.Name),
 					"FifoQueue", true,
 					"ContentBasedDeduplication", false,
 					"SqsManagedSseEnabled", true,
@@ -138,7 +174,7 @@ func TestQueuesAreFIFOWithFIFODLQs(t *testing.T) {
 			})
 			check(t, q.Class+" DLQ", func() {
 				s.tmpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), m(
-					"QueueName", q.DLQName, "FifoQueue", true, "SqsManagedSseEnabled", true,
+					"QueueName", assertions.Match_Absent(), "FifoQueue", true, "SqsManagedSseEnabled", true,
 				))
 			})
 			if !strings.HasSuffix(q.Name, ".fifo") || !strings.HasSuffix(q.DLQName, ".fifo") || q.MaxReceiveCount < 1 {
@@ -192,13 +228,13 @@ func TestFunctionsRunBootstrapOnAL2023Arm64(t *testing.T) {
 		d := s.c.Definition
 		// ours plus CDK's deploy-time BucketNotificationsHandler
 		check(t, "function count", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(float64(len(d.Functions)+1)))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(float64(len(d.Functions)+1+standinFunctions(s))))
 		})
 		for _, f := range d.Functions {
 			id := s.id(t, exportName(f.Name)+"Function")
 			check(t, f.Name, func() {
 				s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), m(
-					"FunctionName", FunctionName(d.Prefix, f.Name),
+					"FunctionName", fixedName(s, FunctionName(d.Prefix, f.Name)),
 					"Runtime", "provided.al2023",
 					"Architectures", []any{"arm64"},
 					"Handler", "bootstrap",
@@ -208,7 +244,7 @@ func TestFunctionsRunBootstrapOnAL2023Arm64(t *testing.T) {
 					"LoggingConfig", m("LogGroup", refM(s.id(t, exportName(f.Name)+"Logs"))),
 				))
 				s.tmpl.HasResourceProperties(jsii.String("AWS::Logs::LogGroup"), m(
-					"LogGroupName", "/aws/lambda/"+FunctionName(d.Prefix, f.Name),
+					"LogGroupName", fixedName(s, "/aws/lambda/"+FunctionName(d.Prefix, f.Name)),
 					"RetentionInDays", float64(30),
 				))
 			})
@@ -230,7 +266,8 @@ func TestFunctionEnvironmentIsExactlyTheDefinedVariables(t *testing.T) {
 		if s == def {
 			bucket = ref(s.id(t, "DataBucket"))
 			wmBucket, wmKey = bucket, d.WatermarkKey
-			publisher, ccs, policy, signing = "", "", "", ""
+			api := s.id(t, "StandinApi")
+			publisher, ccs, policy, signing = getAtt(api, "ApiEndpoint")+"/publisher", getAtt(api, "ApiEndpoint")+"/ccs", "", ""
 		}
 		want := map[string]string{
 			resources.EnvBucket:            bucket,
@@ -247,6 +284,8 @@ func TestFunctionEnvironmentIsExactlyTheDefinedVariables(t *testing.T) {
 			resources.EnvOwnerAuth:         resources.OwnerAuthSigV4,
 			resources.EnvOwnerSigning:      signing,
 			resources.EnvDeployment:        d.Prefix,
+			resources.EnvHandoffSenders: fmt.Sprintf(`{"observer":"%s","compaction":"%s","gc":"%s"}`,
+				getAtt(s.id(t, "ObserverRole"), "RoleId"), getAtt(s.id(t, "CompactionRole"), "RoleId"), getAtt(s.id(t, "GcRole"), "RoleId")),
 		}
 		for _, f := range d.Functions {
 			env := props(s.resource[s.id(t, exportName(f.Name)+"Function")])["Environment"].(map[string]any)["Variables"].(map[string]any)
@@ -270,7 +309,7 @@ func TestReconcileSchedule(t *testing.T) {
 		d := s.c.Definition
 		observer := s.id(t, exportName(d.Bucket.NotifyFunction)+"Function")
 		check(t, "schedule rule", func() {
-			rules := 1
+			rules := 1 + standinRules(s)
 			if s.cfg.HeadEvents == resources.HeadEventsEventBridge {
 				rules++ // the head events rule
 			}
@@ -291,9 +330,9 @@ func TestTableOnDemandPITRTTLEncrypted(t *testing.T) {
 	both(t, func(t *testing.T, s *synth) {
 		tb := s.c.Definition.Table
 		check(t, "table", func() {
-			s.tmpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1))
+			s.tmpl.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(float64(1+standinFunctions(s)/3)))
 			s.tmpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), m(
-				"TableName", tb.Name,
+				"TableName", fixedName(s, tb.Name),
 				"BillingMode", "PAY_PER_REQUEST",
 				"KeySchema", []any{m("AttributeName", tb.PartitionKey, "KeyType", "HASH"), m("AttributeName", tb.SortKey, "KeyType", "RANGE")},
 				"PointInTimeRecoverySpecification", m("PointInTimeRecoveryEnabled", true),
@@ -322,7 +361,10 @@ func TestDataBucketEncryptedTLSOnlyPrivateLogged(t *testing.T) {
 				"LoggingConfiguration":           m("DestinationBucketName", refM(logs), "LogFilePrefix", d.Bucket.Name+"/"),
 				"OwnershipControls":              m("Rules", []any{m("ObjectOwnership", "BucketOwnerEnforced")}),
 				"LifecycleConfiguration": m("Rules", []any{m("Id", "abort-incomplete-multipart-uploads",
-					"AbortIncompleteMultipartUpload", m("DaysAfterInitiation", 1), "Status", "Enabled")}),
+					"AbortIncompleteMultipartUpload", m("DaysAfterInitiation", 1), "Status", "Enabled"),
+					m("Id", "expire-noncurrent-versions", "NoncurrentVersionExpiration", m("NoncurrentDays", NoncurrentVersionDays(policy.Default())),
+						"ExpiredObjectDeleteMarker", true, "Status", "Enabled")}),
+				"VersioningConfiguration": m("Status", "Enabled"),
 			}),
 		))
 	})
@@ -413,7 +455,7 @@ func TestRetainedResourcesHaveNoFixedName(t *testing.T) {
 }
 
 func TestStackOutputs(t *testing.T) {
-	both(t, func(t *testing.T, s *synth) {
+	all(t, func(t *testing.T, s *synth) {
 		outs, _ := s.json["Outputs"].(map[string]any)
 		value := func(name string) string {
 			t.Helper()
@@ -424,37 +466,67 @@ func TestStackOutputs(t *testing.T) {
 			return render(o["Value"])
 		}
 		bucket := impBucket
-		if s == def {
+		if s != imp {
 			bucket = ref(s.id(t, "DataBucket"))
 		}
 		want := map[string]string{
-			OutDataBucketName:      bucket,
-			OutTableName:           ref(s.id(t, "CoordinatorTable")),
-			OutObserverFailuresURL: ref(s.id(t, "ObserverFailuresQueue")),
-			OutDashboardName:       ref(s.id(t, "Dashboard")),
+			resources.OutDeployment: s.cfg.Prefix,
+			OutDataBucketName:       bucket,
+			OutTableName:            ref(s.id(t, "CoordinatorTable")),
+			OutObserverFailuresURL:  ref(s.id(t, "ObserverFailuresQueue")),
+			OutDashboardName:        ref(s.id(t, "Dashboard")),
+			resources.OutOwnerAuth:  resources.OwnerAuthSigV4,
 		}
 		for _, q := range s.c.Definition.Queues {
-			want[exportName(q.Class)+outQueueURLSuffix] = ref(s.id(t, exportName(q.Class)+"Queue"))
-			want[exportName(q.Class)+outDLQURLSuffix] = ref(s.id(t, exportName(q.Class)+"DLQ"))
+			want[resources.OutQueueURL(q.Class)] = ref(s.id(t, exportName(q.Class)+"Queue"))
+			want[resources.OutDLQURL(q.Class)] = ref(s.id(t, exportName(q.Class)+"DLQ"))
 		}
 		for _, f := range s.c.Definition.Functions {
-			want[exportName(f.Name)+outFunctionNameSuffix] = ref(s.id(t, exportName(f.Name)+"Function"))
+			want[resources.OutFunctionName(f.Name)] = ref(s.id(t, exportName(f.Name)+"Function"))
 		}
+		ccs := s.cfg.CCSEndpoint
+		if s == def {
+			api := s.id(t, "StandinApi")
+			ccs = getAtt(api, "ApiEndpoint") + "/ccs"
+			want[resources.OutPublisherEndpoint] = getAtt(api, "ApiEndpoint") + "/publisher"
+			want[resources.OutSandbox] = "true"
+		} else {
+			want[resources.OutPublisherEndpoint] = s.cfg.PublisherEndpoint
+		}
+		want[resources.OutCCSEndpoint] = ccs
 		for name, v := range want {
 			if got := value(name); got != v {
 				t.Errorf("output %s = %s, want %s", name, got, v)
 			}
 		}
+		// The reconcile queue and its DLQ are outputs like every class.
+		for _, k := range []string{"ReconcileQueueUrl", "ReconcileDlqUrl", "GcQueueUrl", "CompactionDlqUrl"} {
+			value(k)
+		}
 		if u := value(OutDashboardURL); !strings.Contains(u, "#dashboards:name="+ref(s.id(t, "Dashboard"))) {
 			t.Errorf("dashboard URL %s", u)
+		}
+		// A ready bcc command line: through the stack's outputs, also with
+		// fixed names (whose retained queues keep generated names).
+		stackCmd := "make bcc && bin/bcc --stack " + s.cfg.StackName + " --region ${AWS::Region} status"
+		if got := value(OutBccStackCommand); got != stackCmd {
+			t.Errorf("bcc --stack command %q, want %q", got, stackCmd)
+		}
+		cmd := value(OutBccCommand)
+		if cmd != stackCmd {
+			t.Errorf("bcc command %q, want %q (bcc finds every queue in the outputs)", cmd, stackCmd)
 		}
 		_, hasTopic := outs[OutAlarmTopicArn]
 		if hasTopic != (s == imp) {
 			t.Errorf("alarm topic output present=%v, want %v", hasTopic, s == imp)
 		}
+		keys := s.c.Definition.OutputKeys()
 		for name, o := range outs {
 			if _, exported := o.(map[string]any)["Export"]; exported {
 				t.Errorf("output %s is exported: nothing else may come to depend on it", name)
+			}
+			if !slices.Contains(keys, name) {
+				t.Errorf("output %s is not one of resources' output keys (Definition.OutputKeys): bcc --stack would not know it", name)
 			}
 		}
 	})
@@ -521,12 +593,19 @@ func TestOwnerEndpointsNeedAKnownInvokeTarget(t *testing.T) {
 		{"no auth", map[string]any{CtxCCSEndpoint: "https://ccs.example.com", CtxOwnerAuth: resources.OwnerAuthNone}, ""},
 		{"bad auth", map[string]any{CtxOwnerAuth: "basic"}, `ownerAuth "basic"`},
 		{"bad signing", map[string]any{CtxOwnerSigning: "s3:eu-west-1"}, "ownerSigning"},
+		// Issue 25 item 2: owners over https only (their answers open GC's
+		// gates), also with ownerAuth none, also to a loopback address.
+		{"plain http", map[string]any{CtxCCSEndpoint: "http://ccs.example.com", CtxCCSInvokeArn: "arn:aws:execute-api:us-east-1:111122223333:a1/prod/*"}, `context ccsEndpoint: owner endpoint "http://ccs.example.com": want https://`},
+		{"plain http, no auth", map[string]any{CtxPublisherEndpoint: "http://p1b2c3d4e5.execute-api.us-east-1.amazonaws.com/prod", CtxOwnerAuth: resources.OwnerAuthNone}, "want https://"},
+		{"plain http to loopback", map[string]any{CtxCCSEndpoint: "http://127.0.0.1:4566/_bcc/ccs", CtxOwnerAuth: resources.OwnerAuthNone}, "want https://"},
+		{"not a base URL", map[string]any{CtxCCSEndpoint: "https://ccs.example.com/prod?stage=x", CtxOwnerAuth: resources.OwnerAuthNone}, "is not a base URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, err := cdkJSONContext()
 			if err != nil {
 				t.Fatal(err)
 			}
+			ctx[CtxPublisherEndpoint], ctx[CtxCCSEndpoint] = ownPublisher, ownCCS // the other owner valid
 			for k, v := range tc.ctx {
 				ctx[k] = v
 			}
@@ -543,6 +622,13 @@ func TestOwnerEndpointsNeedAKnownInvokeTarget(t *testing.T) {
 				}
 				if tc.ctx[CtxOwnerAuth] == resources.OwnerAuthNone && len(c.Owners) != 0 {
 					t.Fatalf("ownerAuth none granted %v", c.Owners)
+				}
+				warned := false
+				for _, m := range *assertions.Annotations_FromStack(c.Stack).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+					warned = warned || strings.Contains(fmt.Sprint(m.Entry.Data), "owner requests are not signed")
+				}
+				if warned != (tc.ctx[CtxOwnerAuth] == resources.OwnerAuthNone) {
+					t.Fatalf("ownerAuth %v: unsigned-owner warning %v", tc.ctx[CtxOwnerAuth], warned)
 				}
 				return
 			}

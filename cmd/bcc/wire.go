@@ -3,7 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
@@ -19,7 +24,7 @@ import (
 )
 
 // errNoCCS: without a CCS endpoint there are no facts (status: Unknown).
-var errNoCCS = fmt.Errorf("no -ccs endpoint: CCS facts unknown")
+var errNoCCS = fmt.Errorf("no CCS endpoint (--ccs, %s, or the stack's %s output): CCS facts unknown", envCCS, resources.OutCCSEndpoint)
 
 type noCCS struct{}
 
@@ -47,58 +52,85 @@ func observerConfig(cfg app.Config) observe.Config {
 	return observe.ConfigFrom(cfg.Policy, compact.PolicyFrom(cfg.Policy.Compaction).Due)
 }
 
+// lineageOf reads the deployment's heads and manifests.
+func lineageOf(d *deployment) *lineage.Reader {
+	return lineage.New(awsio.NewBucket(d.cl.S3, d.cfg.Bucket), 64)
+}
+
+// gcReadPorts are GC's read-only ports (app.GCReadPorts) with the
+// watermark's and the listing's SDK errors said in one line.
+func gcReadPorts(cfg app.Config, cl app.Clients) gc.ReadPorts {
+	rp := app.GCReadPorts(cfg, cl)
+	rp.Watermark = shortWatermark{rp.Watermark}
+	if rp.Lister != nil {
+		rp.Lister = shortLister{rp.Lister}
+	}
+	return rp
+}
+
+type shortWatermark struct{ gc.WatermarkSource }
+
+func (s shortWatermark) Watermark(ctx context.Context) (contract.Watermark, error) {
+	w, err := s.WatermarkSource.Watermark(ctx)
+	return w, shorten(err)
+}
+
+type shortLister struct{ gc.Lister }
+
+func (s shortLister) List(ctx context.Context, prefix string, page func([]gc.Listed) error) error {
+	return shorten(s.Lister.List(ctx, prefix, page))
+}
+
 // statusPorts wires every read-only source of a snapshot: GetObject,
 // ListObjects, GetItem, Scan, GetQueueUrl, GetQueueAttributes and CCS GETs.
-func statusPorts(cfg app.Config, cl app.Clients, def resources.Definition, asOf time.Time) status.Ports {
+func statusPorts(d *deployment, asOf time.Time) status.Ports {
+	cfg, cl := d.cfg, d.cl
 	bucket := awsio.NewBucket(cl.S3, cfg.Bucket)
 	ccs := ccsOf(cfg, cl)
-	var observed *awsio.ObservedTable
-	if cfg.Table != "" {
-		observed = awsio.NewObservedTable(cl.Dynamo, cfg.Table)
-	}
-	gcPorts := app.GCReadPorts(cfg, cl)
+	observed := awsio.NewObservedTable(cl.Dynamo, cfg.Table)
+	gcPorts := gcReadPorts(cfg, cl)
 	gcCfg := gc.ConfigFrom(cfg.Policy, guard.All())
 	lin := lineage.New(bucket, 64)
 	// The observer's Preview only reads (head, root, facts, state Get): it
 	// is given no queue.
-	var state observe.StateStore
-	if observed != nil {
-		state = observed
-	}
+	var state observe.StateStore = observed
 	obs := observe.New(bucket, state, nil, ccs, func() time.Time { return asOf }, observerConfig(cfg), nil, nil)
 	p := status.Ports{
-		Catalog: ccs, Facts: ccs, Heads: lin, Observed: observedOrNone{observed, lin},
+		Catalog: shortCCS{ccs}, Facts: shortCCS{ccs}, Heads: shortHeads{lin}, Observed: observedOrNone{observed, lin},
 		Preview: func(ctx context.Context, c string) (observe.Result, observe.Observed, error) {
-			if observed == nil {
-				return observe.Result{}, observe.Observed{}, fmt.Errorf("no -table: observed state unknown")
-			}
-			return obs.Preview(ctx, c)
+			r, o, err := obs.Preview(ctx, c)
+			return r, o, shorten(err)
 		},
 		GC: func(ctx context.Context, c string, now time.Time) (gc.Plan, error) {
-			return gc.PlanSweep(ctx, gcPorts, gcCfg, c, now)
+			p, err := gc.PlanSweep(ctx, gcPorts, gcCfg, c, now)
+			return p, shorten(err)
 		},
 		Leases: func(ctx context.Context, c string) ([]lease.State, error) {
-			if cfg.Table == "" {
-				return nil, fmt.Errorf("no -table: leases unknown")
-			}
-			return awsio.ListLeases(ctx, cl.Dynamo, cfg.Table, c)
+			ls, err := awsio.ListLeases(ctx, cl.Dynamo, cfg.Table, c)
+			return ls, shorten(err)
 		},
-		Classes: []string{resources.QueueCompaction, resources.QueueGC, resources.QueueHandoff},
+		Classes: queueClasses,
 	}
 	p.Queue = func(ctx context.Context, class string) (status.QueueCounts, status.QueueCounts, error) {
-		q, ok := def.Queue(class)
+		var m, dl status.QueueCounts
+		if q, ok := d.main[class]; ok {
+			c, err := queueDepth(ctx, cl.SQS, q)
+			if err != nil {
+				return m, dl, err
+			}
+			m = c
+		}
+		q, ok := d.dlq[class]
 		if !ok {
-			return status.QueueCounts{}, status.QueueCounts{}, fmt.Errorf("no queue of class %s", class)
+			return m, dl, fmt.Errorf("no queue of class %s", class)
 		}
-		m, err := awsio.QueueDepth(ctx, cl.SQS, q.Name)
-		if err != nil {
-			return status.QueueCounts{}, status.QueueCounts{}, err
-		}
-		d, err := awsio.QueueDepth(ctx, cl.SQS, q.DLQName)
-		return status.QueueCounts{Visible: m.Visible, InFlight: m.InFlight}, status.QueueCounts{Visible: d.Visible, InFlight: d.InFlight}, err
+		dl, err := queueDepth(ctx, cl.SQS, q)
+		return m, dl, err
 	}
-	if cfg.Table != "" {
-		p.Cleanup = awsio.NewProgressTable(cl.Dynamo, cfg.Table).LoadProgress // GetItem only
+	progress := awsio.NewProgressTable(cl.Dynamo, cfg.Table)
+	p.Cleanup = func(ctx context.Context, c string, inc uint64) (gc.TombstoneProgress, error) { // GetItem only
+		pr, err := progress.LoadProgress(ctx, c, inc)
+		return pr, shorten(err)
 	}
 	return p
 }
@@ -111,12 +143,57 @@ type observedOrNone struct {
 }
 
 func (o observedOrNone) Get(ctx context.Context, c string) (observe.Observed, error) {
-	if o.t == nil {
-		return observe.Observed{}, fmt.Errorf("no -table: observed state unknown")
-	}
 	inc := uint64(1)
 	if h, err := o.lin.Head(ctx, c); err == nil {
 		inc = h.Inc()
 	}
-	return o.t.Get(ctx, c, inc)
+	st, err := o.t.Get(ctx, c, inc)
+	return st, shorten(err)
+}
+
+// shortCCS and shortHeads say their sources' SDK errors in one line.
+type shortCCS struct{ ccsPort }
+
+func (s shortCCS) Facts(ctx context.Context, c string) (contract.CollectionFacts, error) {
+	f, err := s.ccsPort.Facts(ctx, c)
+	return f, shorten(err)
+}
+
+func (s shortCCS) Collections(ctx context.Context) ([]string, error) {
+	cs, err := s.ccsPort.Collections(ctx)
+	return cs, shorten(err)
+}
+
+type shortHeads struct{ lin *lineage.Reader }
+
+func (s shortHeads) Head(ctx context.Context, c string) (contract.Head, error) {
+	h, err := s.lin.Head(ctx, c)
+	return h, shorten(err)
+}
+
+// queueDepth reads a queue's counts by URL, or by name (GetQueueUrl
+// first): read-only.
+func queueDepth(ctx context.Context, api *sqs.Client, q queueRef) (status.QueueCounts, error) {
+	if q.url == "" && q.name == "" {
+		return status.QueueCounts{}, fmt.Errorf("no URL for the queue (the stack has no output for it)")
+	}
+	url := q.url
+	if url == "" {
+		u, err := api.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.name)})
+		if err != nil {
+			return status.QueueCounts{}, fmt.Errorf("queue %s: %s", q.name, oneLine(err))
+		}
+		url = aws.ToString(u.QueueUrl)
+	}
+	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+	}})
+	if err != nil {
+		return status.QueueCounts{}, fmt.Errorf("queue %s: %s", q, oneLine(err))
+	}
+	n := func(k sqstypes.QueueAttributeName) int64 {
+		v, _ := strconv.ParseInt(out.Attributes[string(k)], 10, 64)
+		return v
+	}
+	return status.QueueCounts{Visible: n(sqstypes.QueueAttributeNameApproximateNumberOfMessages), InFlight: n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)}, nil
 }

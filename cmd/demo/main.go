@@ -19,6 +19,7 @@ func main() {
 	parallel := flag.Int("parallel", 4, "concurrent committers")
 	seed := flag.Uint64("seed", 1, "workload seed")
 	jsonPath := flag.String("json", "out/demo-summary.json", "where to write the JSON summary")
+	dashPath := flag.String("dashboard", "out/dashboard.html", "where to write the deployed dashboard drawn from this run's metrics (\"\": not written)")
 	verbose := flag.Bool("v", false, "log every step")
 	hot := flag.Duration("hot", 5*time.Second, "hot phase after the main job: one collection commits every 100 ms this long (0: none)")
 	flag.Parse()
@@ -28,7 +29,7 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	_, err := demo.Run(context.Background(), demo.Options{Collections: *collections, Commits: *commits, Parallel: *parallel,
-		Seed: *seed, Out: os.Stdout, JSONPath: *jsonPath, Log: log, Hot: *hot})
+		Seed: *seed, Out: os.Stdout, JSONPath: *jsonPath, DashboardPath: *dashPath, Log: log, Hot: *hot})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)

@@ -4,12 +4,14 @@
 // (the head CAS, as the platform's writers do), and drops collections
 // (CCS tombstone) and creates replacements, printing one line per action.
 //
-//	workload [-endpoint URL] [-prefix P] [-collections N] [-rate R] [-commits N | -duration D]
+//	workload [-endpoint URL] [-prefix P] [-bucket B] [-ccs-table T] [-collections N] [-rate R] [-commits N | -duration D]
 //	         [-records N] [-delete-fraction F] [-drop-every N] [-name NAME] [-seed S]
 //
 // It works against `make local` (the default endpoint) and any endpoint
 // that holds the deployment's bucket and the stand-in CCS table (the demo's
-// stack, LocalStack, a development account with the stand-ins). A
+// stack, LocalStack, a sandbox stack: -endpoint ” with the stack's
+// DataBucketName and StandinCcsTableName outputs, its names being
+// generated; the output WorkloadCommand is that command line). A
 // deployed platform's own publisher is not driven by it: the contract's
 // publisher API is the cutover only.
 //
@@ -28,6 +30,9 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
@@ -50,6 +55,7 @@ func main() {
 
 type options struct {
 	endpoint, prefix, name  string
+	bucket, ccsTable        string
 	collections, commits    int
 	records, dropEvery      int
 	rate, deleteFraction    float64
@@ -63,8 +69,10 @@ type options struct {
 func run(ctx context.Context, args []string, out io.Writer, now func() time.Time) error {
 	fs := flag.NewFlagSet("workload", flag.ContinueOnError)
 	var o options
-	fs.StringVar(&o.endpoint, "endpoint", "http://"+localaws.DefaultAddr, "AWS endpoint (make local's by default)")
+	fs.StringVar(&o.endpoint, "endpoint", "http://"+localaws.DefaultAddr, "AWS endpoint (make local's by default; '' for AWS itself, with the default credentials)")
 	fs.StringVar(&o.prefix, "prefix", "bcc", "the deployment's resource prefix")
+	fs.StringVar(&o.bucket, "bucket", "", "data bucket (default <prefix>-data; a sandbox stack: its DataBucketName output)")
+	fs.StringVar(&o.ccsTable, "ccs-table", "", "the stand-in CCS's table (default <prefix>-standin-ccs; a sandbox stack: its StandinCcsTableName output)")
 	fs.StringVar(&o.name, "name", "w", "collection name prefix (collections are <name>001, <name>002, ...)")
 	fs.IntVar(&o.collections, "collections", 3, "collections to create and write to")
 	fs.IntVar(&o.commits, "commits", 0, "stop after this many commits (0: run until -duration or interrupted)")
@@ -84,12 +92,19 @@ func run(ctx context.Context, args []string, out io.Writer, now func() time.Time
 		return errors.New("-collections and -records must be >= 1, -delete-fraction in 0..1, -rate >= 0")
 	}
 	def := resources.Default(o.prefix)
-	cl, err := app.NewClients(ctx, app.Config{AWSEndpoint: o.endpoint})
+	cl, err := clients(ctx, o.endpoint)
 	if err != nil {
 		return err
 	}
-	bucket := awsio.NewBucket(cl.S3, def.Bucket.Name)
-	ccsSvc := ccs.New(cl.Dynamo, def.CCSTable.Name, now)
+	if o.bucket == "" {
+		o.bucket = def.Bucket.Name
+	}
+	if o.ccsTable == "" {
+		o.ccsTable = def.CCSTable.Name
+	}
+	bucket := awsio.NewBucket(cl.S3, o.bucket)
+	ccsSvc := ccs.New(cl.Dynamo, o.ccsTable, now)
+	ccsSvc.SetBucket(bucket)
 	pub := publisher.New(bucket, now, publisher.Options{}, nil)
 	gen := workload.New(pub, ccsSvc, bucket, now, o.seed, workload.Options{
 		RecordsPerCommit: o.records, KeySpace: 20 * o.records, DeleteFraction: o.deleteFraction, PayloadBytes: 64})
@@ -204,4 +219,21 @@ func run(ctx context.Context, args []string, out io.Writer, now func() time.Time
 		}
 	}
 	return nil
+}
+
+// clients are the tool's SDK clients: the shared AWS configuration of the
+// person running it (profiles, SSO, ...), or fixed test credentials for a
+// local endpoint. (The functions take theirs from the Lambda environment,
+// app.NewClients, and link no shared-configuration loader.)
+func clients(ctx context.Context, endpoint string) (app.Clients, error) {
+	var opts []func(*awsconfig.LoadOptions) error
+	if endpoint != "" {
+		opts = append(opts, awsconfig.WithRegion("us-east-1"),
+			awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return app.Clients{}, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	return app.ClientsFor(cfg, endpoint), nil
 }

@@ -44,6 +44,7 @@ const (
 	DepManifests          = "manifests"           // every root, part and change part, then the head
 	DepControlArtifacts   = "control_artifacts"   // the artifacts CCS names for the incarnation
 	DepReservationHorizon = "reservation_horizon" // CCS's reservation horizon has passed
+	DepLifecycleRetention = "lifecycle_retention" // lifecycle retention_ms passed for every object of the dropped lineage
 	DepCCSPreconditions   = "ccs_preconditions"   // CCS-declared preconditions all satisfied
 )
 
@@ -69,7 +70,12 @@ type Completion struct {
 	// facts its kind depends on, at CCSFactsVersion). The handoff hands the
 	// result off only while current CCS facts have the same digest; a
 	// completion without one is judged by CCSFactsVersion alone.
-	CCSFactsDigest   string    `json:"ccs_facts_digest,omitempty"`
+	CCSFactsDigest string `json:"ccs_facts_digest,omitempty"`
+	// SweepUnixMs is the task's sweep time (Task.SweepUnixMs; absent for a
+	// task whose identity is its head alone). With the fields above it
+	// makes a rewrite's task identity derivable from the completion alone
+	// (CompletionTaskID), which the handoff requires of every rewrite.
+	SweepUnixMs      int64     `json:"sweep_unix_ms,omitempty"`
 	LeaseEpoch       uint64    `json:"lease_epoch"`
 	Outcome          string    `json:"outcome"`
 	Reason           string    `json:"reason,omitempty"`
@@ -92,6 +98,8 @@ func (c *Completion) validate() error {
 		return invalid("collection %q is not a valid collection name", c.Collection)
 	case c.TaskID == "":
 		return invalid("task_id is empty")
+	case len(c.TaskID) > MaxTaskIDLength:
+		return checkTaskIDLength(c.TaskID)
 	case c.Outcome != OutcomeSucceeded && c.Outcome != OutcomeStale && c.Outcome != OutcomeFailed:
 		return invalid("outcome %q is not succeeded|stale|failed", c.Outcome)
 	case c.Outcome == OutcomeSucceeded && c.Kind.Rewrites() && c.Coverage == nil:
@@ -112,6 +120,15 @@ func (c *Completion) validate() error {
 		}
 	}
 	return nil
+}
+
+// CompletionTaskID is the identity of the task a rewrite completion says
+// it reports: the identity of its kind, collection, incarnation, base
+// manifest, facts version and sweep time, as the observer derived it
+// (Task.In). A rewrite whose task_id is anything else names no task the
+// coordinator issued for that base.
+func CompletionTaskID(c Completion) string {
+	return sweepTaskID(c.Kind, c.Collection, c.Incarnation, c.BaseManifestVersion, c.BaseManifestChecksum, c.CCSFactsVersion, c.SweepUnixMs)
 }
 
 // DecodeCompletion strictly decodes a completion message body.
@@ -149,7 +166,38 @@ type CutoverRequest struct {
 	// the head swap (or while a queued request waits) is closed by the
 	// owner, at the moment of effect.
 	CCSFacts *FactsFence `json:"ccs_facts,omitempty"`
+	// Incarnation is the lifetime of the collection the base belongs to
+	// (absent: 1).
+	Incarnation uint64 `json:"incarnation,omitempty"`
+	// ConflictCheck asks the publisher, when the head moved past the base,
+	// to apply the request on the current head if its conflict check of
+	// that version proves it conflict-free there (ConflictCheckV1; events/
+	// PUBLISHER.md "Conflict-checked cutover"). Absent: a moved head is a
+	// conflict. The coordinator never rebases: the request stays pinned to
+	// its base and names its exact coverage; only the owner, at its head
+	// CAS, decides that the rewrite still holds on a newer head.
+	ConflictCheck string `json:"conflict_check,omitempty"`
 }
+
+// ConflictCheckV1 is the conflict check of a cutover on a head that moved
+// past its base (events/PUBLISHER.md): same lifetime and the base in the
+// head's lineage, every removed input in the head with its checksum, no
+// commit since the base adding records over the inputs' keys that are not
+// ordered after them (deletes among them: rule 7), and the CCS facts the
+// request carries still holding at the head CAS.
+const ConflictCheckV1 = "v1"
+
+// Clauses of ConflictCheckV1 a refusal names (CutoverAnswer.ConflictClause).
+const (
+	ClauseIncarnation     = "incarnation"       // another lifetime, or the base is not in the head's lineage
+	ClauseInputGone       = "input_gone"        // a removed input is no longer in the head
+	ClauseChecksumChanged = "checksum_changed"  // a removed input is in the head with another entry
+	ClauseDeleteSinceBase = "delete_since_base" // a commit since the base added records over an input's keys not ordered after the inputs
+	ClauseUnproven        = "unproven"          // the versions since the base could not all be read
+)
+
+// Inc is the lifetime the request's base belongs to.
+func (r CutoverRequest) Inc() uint64 { return Lifetime(r.Incarnation) }
 
 // FactsFence is the CCS facts a result was judged under: the facts
 // version the coordinator read, the task kind and the digest of the facts
@@ -194,6 +242,8 @@ func (r *CutoverRequest) validate() error {
 		return invalid("ccs_facts.task_kind %q is not a rewrite kind", r.CCSFacts.TaskKind)
 	case r.CCSFacts != nil && r.CCSFacts.Digest != "" && !validFactsDigest(r.CCSFacts.Digest):
 		return invalid("ccs_facts.digest %q is not facts-<32 hex>", r.CCSFacts.Digest)
+	case r.ConflictCheck != "" && r.ConflictCheck != ConflictCheckV1:
+		return invalid("conflict_check %q is not %q", r.ConflictCheck, ConflictCheckV1)
 	}
 	return nil
 }
@@ -239,6 +289,22 @@ type CutoverAnswer struct {
 	CommittedChecksum string `json:"committed_checksum,omitempty"`
 	HeadVersion       uint64 `json:"head_version,omitempty"`
 	Reason            string `json:"reason,omitempty"`
+	// ConflictCheck is the conflict check the publisher runs on a head that
+	// moved past the request's base (ConflictCheckV1): echoed on every
+	// answer to a request that asked for it by a publisher with the
+	// capability (how the coordinator learns it), always on an acceptance
+	// on a newer head and on a refusal by one of its clauses. A "conflict"
+	// without it, for a request that asked for the check, comes from a
+	// publisher without the capability; an acceptance on a newer head
+	// without it is a contract violation (PublisherUncheckedRebase).
+	ConflictCheck string `json:"conflict_check,omitempty"`
+	// AppliedOnVersion is the version an accepted request was applied on
+	// (the committed version's parent): the base, or a newer head the
+	// conflict check accepted it on.
+	AppliedOnVersion uint64 `json:"applied_on_version,omitempty"`
+	// ConflictClause names the clause of the conflict check that refused
+	// the request (Clause*), with status conflict.
+	ConflictClause string `json:"conflict_clause,omitempty"`
 }
 
 func (a *CutoverAnswer) validate() error {

@@ -3,6 +3,7 @@ package contract_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -52,13 +53,16 @@ func examples() map[string]any {
 		"manifest-root.json":        root,
 		"manifest-part.json":        part,
 		"task.json":                 task.WithFacts(facts),
-		"lease.json":                contract.Lease{TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, LeaseEpoch: 2, LeaseExpiryUnixMs: 1764400216000, Holder: "compaction/2026-11-29/abc", AcquiredAtUnixMs: 1764400096000},
+		"lease.json":                contract.Lease{TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, LeaseEpoch: 2, LeaseExpiryUnixMs: 1764400216000, Holder: "compaction/2026-11-29/abc", AcquiredAtUnixMs: 1764400096000, HeartbeatAtUnixMs: 1764400096000, HeartbeatMs: 30000},
 		"completion-rewrite.json":   contract.Completion{SchemaVersion: 1, TaskID: task.TaskID, Kind: task.Kind, Collection: "orders", BaseManifestVersion: 8, BaseManifestChecksum: rootSum, CCSFactsVersion: 3, CCSFactsDigest: contract.FactsDigest(task.Kind, facts), LeaseEpoch: 2, Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: 1764400096000, FinishedAtUnixMs: 1764400101000, BytesRead: 96426, BytesWritten: 48213, Coverage: &cov},
 		"completion-cleanup.json":   contract.Completion{SchemaVersion: 1, TaskID: contract.TaskID(contract.KindTombstoneCleanup, "orders", 9, rootSum, 4), Kind: contract.KindTombstoneCleanup, Collection: "orders", BaseManifestVersion: 9, BaseManifestChecksum: rootSum, CCSFactsVersion: 4, CCSFactsDigest: contract.FactsDigest(contract.KindTombstoneCleanup, tombstoned), Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Deleted: []string{out.Key}, AlreadyGone: 1, Complete: true}},
 		"cutover-request.json": contract.CutoverRequest{SchemaVersion: 1, RequestID: reqID, Collection: "orders", BaseVersion: 8, BaseChecksum: rootSum, NotAfterUnixMs: 1764401896000, Removed: cov.Removed, Added: cov.Added,
-			CCSFacts: &contract.FactsFence{TaskKind: task.Kind, FactsVersion: 3, Digest: contract.FactsDigest(task.Kind, facts)}},
-		"cutover-answer.json": contract.CutoverAnswer{SchemaVersion: 1, RequestID: reqID, Status: contract.CutoverAccepted, CommittedVersion: 9, CommittedChecksum: contract.Checksum([]byte("root v9")), HeadVersion: 9},
-		"ccs-facts.json":      facts,
+			CCSFacts: &contract.FactsFence{TaskKind: task.Kind, FactsVersion: 3, Digest: contract.FactsDigest(task.Kind, facts)}, ConflictCheck: contract.ConflictCheckV1},
+		// Accepted on v9 (an append landed after the base v8): the
+		// conflict check proved the rewrite conflict-free there.
+		"cutover-answer.json": contract.CutoverAnswer{SchemaVersion: 1, RequestID: reqID, Status: contract.CutoverAccepted, CommittedVersion: 10, CommittedChecksum: contract.Checksum([]byte("root v10")), HeadVersion: 10,
+			ConflictCheck: contract.ConflictCheckV1, AppliedOnVersion: 9},
+		"ccs-facts.json": facts,
 		"ccs-facts-tombstoned.json": contract.CollectionFacts{SchemaVersion: 1, Collection: "orders", Namespace: "shop", Incarnation: 2, FactsVersion: 4, Tombstoned: true,
 			TombstonedAtUnixMs: 1764400000000, ReservationHorizonUnixMs: 1764486400000, ControlArtifacts: []string{"collections/orders/control/i2-schema.json"}},
 		"release-intent-request.json": contract.ReleaseIntentRequest{SchemaVersion: 1, IntentID: contract.ReleaseIntentID(contract.CollectionReleaseIntent, "orders", 2), IntentKind: contract.CollectionReleaseIntent, Collection: "orders", Incarnation: 2, FactsVersion: 4,
@@ -70,7 +74,12 @@ func examples() map[string]any {
 		"retire-request.json":        contract.NewRetireRequest(contract.Head{Collection: "orders", Incarnation: 2, Version: 9, ManifestChecksum: rootSum}),
 		"retire-answer.json": contract.RetireAnswer{SchemaVersion: 1, RequestID: contract.RetireRequestID("orders", 2, 9, rootSum), Status: contract.RetireConflict, HeadIncarnation: 3, HeadVersion: 1,
 			Reason: "head names incarnation 3 v1, the request retires incarnation 2 v9"},
-		"watermark.json": contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
+		"handoff-namespace-release.json": contract.NamespaceRelease{SchemaVersion: 1, MessageKind: contract.MessageNamespaceRelease, Namespace: "shop", FactsVersion: 7, RequestedAtUnixMs: 1764400400000},
+		"watermark.json":                 contract.Watermark{SchemaVersion: 1, GlobalSafeTsUnixMs: 1764400000000, PublishedAtUnixMs: 1764400001000},
+		"ccs-tombstoned-namespaces.json": contract.TombstonedNamespaces{SchemaVersion: 1, Namespaces: []contract.NamespaceFacts{
+			{SchemaVersion: 1, Namespace: "scratch", Incarnation: 3, FactsVersion: 2, Tombstoned: true, TombstonedAtUnixMs: 1764400000000, Collections: []string{}},
+			{SchemaVersion: 1, Namespace: "shop", Incarnation: 1, FactsVersion: 7, Tombstoned: true, TombstonedAtUnixMs: 1764400000000, Collections: []string{"carts", "orders", "returns"}}},
+			NextAfter: "shop"},
 	}
 }
 
@@ -93,6 +102,17 @@ func decode(name string, b []byte) error {
 		err = dec.Decode(&l)
 	case "completion-rewrite.json", "completion-cleanup.json":
 		_, err = contract.DecodeCompletion(name, b)
+		if err == nil {
+			var m contract.HandoffMessage
+			if m, err = contract.DecodeHandoffMessage(name, b); err == nil && m.Completion == nil {
+				err = errors.New("a completion decodes as a handoff message other than a completion")
+			}
+		}
+	case "handoff-namespace-release.json":
+		var m contract.HandoffMessage
+		if m, err = contract.DecodeHandoffMessage(name, b); err == nil && m.NamespaceRelease == nil {
+			err = errors.New("a namespace release request decodes as a handoff message other than one")
+		}
 	case "cutover-request.json":
 		_, err = contract.DecodeCutoverRequest(name, b)
 	case "cutover-answer.json":
@@ -116,6 +136,8 @@ func decode(name string, b []byte) error {
 		_, err = contract.DecodeRetireAnswer(name, b)
 	case "lineage-confirmation.json":
 		_, err = contract.DecodeLineageConfirmation(name, b)
+	case "ccs-tombstoned-namespaces.json":
+		_, err = contract.DecodeTombstonedNamespaces(name, b)
 	}
 	return err
 }

@@ -119,8 +119,38 @@ func FuzzDecodeTask(f *testing.F) {
 	f.Add(eventSeed(f, "task.json"))
 	decode := func(b []byte) (contract.Task, error) { return contract.DecodeTask("fuzz", b) }
 	f.Fuzz(func(t *testing.T, in []byte) {
-		if v, err := decode(in); err == nil {
-			checkDecoded(t, in, v, decode)
+		v, err := decode(in)
+		if err != nil {
+			return
+		}
+		checkDecoded(t, in, v, decode)
+		// An accepted task can be enqueued: its deduplication id, and
+		// every completion id derived from it, fit SQS's 128 characters.
+		if n := len(v.TaskID); n > contract.MaxTaskIDLength {
+			t.Fatalf("accepted a %d-character task_id (limit %d)", n, contract.MaxTaskIDLength)
+		}
+		// Its identity reads back as its own: the incarnation and base it
+		// names (the lease's scope check and tombstone cleanup's ownership
+		// read them), and a rewrite's outputs are the coordinator's.
+		if inc, ver, ok := contract.ParseTaskID(v.Kind, v.Collection, v.TaskID); !ok || inc != v.Inc() || ver != v.BaseManifestVersion {
+			t.Fatalf("task_id %q reads as incarnation %d, base %d (%v); the task's are %d, %d", v.TaskID, inc, ver, ok, v.Inc(), v.BaseManifestVersion)
+		}
+		if got := contract.TaskIncarnation(v.Collection, v.TaskID); got != v.Inc() {
+			t.Fatalf("TaskIncarnation(%q) = %d, the task's is %d", v.TaskID, got, v.Inc())
+		}
+		if v.Kind.Rewrites() {
+			if id, ok := contract.OwnedOutputTask(v.Collection, contract.RewriteOutputKey(v.Collection, 1, v.TaskID, 0)); !ok || id != v.TaskID {
+				t.Fatalf("the outputs of rewrite %q are not read as its own (%q, %v)", v.TaskID, id, ok)
+			}
+		}
+		for _, c := range []contract.Completion{
+			{TaskID: v.TaskID, Cleanup: &contract.Cleanup{}},
+			{TaskID: v.TaskID, Cleanup: &contract.Cleanup{Complete: true}},
+			{TaskID: v.TaskID},
+		} {
+			if id := contract.CompletionID(c); len(id) > 128 {
+				t.Fatalf("completion id %q of an accepted task is %d characters (SQS: 128)", id, len(id))
+			}
 		}
 	})
 }

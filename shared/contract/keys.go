@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -29,8 +30,13 @@ import (
 // tasks (compaction, lifecycle transition) write, under a prefix that is
 // the task's own identity (OwnedOutputTask parses it):
 //
-//	collections/<c>/data/l<0-9>/<kind>-<c>-v<base version>-<16 hex>/<4 digits>.seg
-//	<kind> = compaction | lifecycletransition
+//	collections/<c>/data/l<0-9>/<kind>-<c>-[i<N>-]v<base version>-<16 hex>/<4 digits>.seg
+//	collections/<c>/data/l<0-9>/<kind>-i<N>-v<base version>-<16 hex>/<4 digits>.seg
+//	<kind> = compaction | lifecycletransition; i<N>: a later lifetime (N >= 2)
+//
+// The second (short) form is a task identity whose first form would be
+// longer than MaxTaskIDLength; which form a task takes is fixed by that
+// length alone (TaskID).
 //
 // Level 0 included: an append's segments are l0/<version>-<n>.seg (files,
 // never a task directory), so the two families cannot collide.
@@ -164,61 +170,104 @@ func OwnedOutputTask(c, key string) (taskID string, ok bool) {
 // TaskIncarnation returns the incarnation a task identity of collection c
 // names (1 when it names none).
 func TaskIncarnation(c, taskID string) uint64 {
-	i := strings.Index(taskID, "-"+c+"-i")
-	if i < 0 {
-		return 1
+	for _, k := range []TaskKind{KindCompaction, KindLifecycleTransition, KindGC, KindRetentionReclaim, KindTombstoneCleanup, KindOrphanReclaim} {
+		if inc, _, ok := parseTaskID(k, c, taskID); ok {
+			return inc
+		}
 	}
-	rest := taskID[i+len(c)+3:]
-	dash := strings.IndexByte(rest, '-')
-	if dash <= 0 || !allDigits(rest[:dash]) || !strings.HasPrefix(rest[dash+1:], "v") {
-		return 1
-	}
-	var n uint64
-	if _, err := fmt.Sscanf(rest[:dash], "%d", &n); err != nil || n < 2 {
-		return 1
-	}
-	return n
+	return 1
 }
 
 // rewriteTaskIDOf reports whether id has the shape of a rewrite task's
-// identity for collection c: <kind>-<c>-v<version>-<16 hex>, or
-// <kind>-<c>-i<N>-v<version>-<16 hex> for incarnation N > 1.
+// identity for collection c (TaskID): <kind>-<c>-v<version>-<16 hex>, or
+// <kind>-<c>-i<N>-v<version>-<16 hex> for incarnation N > 1, or, where
+// that is longer than MaxTaskIDLength, the same without "<c>-".
 func rewriteTaskIDOf(c, id string) bool {
-	var rest string
-	ok := false
 	for _, k := range []TaskKind{KindCompaction, KindLifecycleTransition} {
-		if r, found := strings.CutPrefix(id, strings.ReplaceAll(string(k), "_", "")+"-"+c+"-"); found {
-			rest, ok = r, true
-			break
+		if _, v, ok := parseTaskID(k, c, id); ok && v > 0 {
+			return true // a rewrite always has a base
 		}
 	}
-	if !ok {
-		return false
+	return false
+}
+
+// ParseTaskID reads a task identity of kind k and collection c (either
+// form of TaskID): the incarnation and base version it names; ok is false
+// for anything that is not such an identity.
+func ParseTaskID(k TaskKind, c, id string) (incarnation, version uint64, ok bool) {
+	return parseTaskID(k, c, id)
+}
+
+// parseTaskID reads a task identity of kind k and collection c (the forms
+// of readableTaskID): its incarnation and version. The short form (no
+// collection) is accepted only where the full form would be too long, so
+// an identity has one reading. A full form up to SQS's 128 characters is
+// read too: identities of 121-128 characters were issued before the
+// bound, and their outputs must stay recognisable as ours.
+func parseTaskID(k TaskKind, c, id string) (incarnation, version uint64, ok bool) {
+	prefix := strings.ReplaceAll(string(k), "_", "") + "-"
+	rest, found := strings.CutPrefix(id, prefix)
+	if !found {
+		return 0, 0, false
 	}
+	if full, isFull := strings.CutPrefix(rest, c+"-"); isFull {
+		if inc, ver, ok := parseTaskIDTail(full); ok && len(id) <= 128 {
+			return inc, ver, true
+		}
+	}
+	inc, ver, ok := parseTaskIDTail(rest)
+	if !ok || !longTaskID(k, c, inc, ver) {
+		return 0, 0, false
+	}
+	return inc, ver, true
+}
+
+// parseTaskIDTail reads [i<N>-]v<version>-<16 hex>: N >= 2, no leading
+// zeros (v0 is a base-less tombstone cleanup's).
+func parseTaskIDTail(rest string) (incarnation, version uint64, ok bool) {
+	incarnation = 1
 	if r, found := strings.CutPrefix(rest, "i"); found {
-		// A later lifetime's task: <kind>-<c>-i<N>-v<version>-<16 hex>.
 		dash := strings.IndexByte(r, '-')
-		if dash <= 0 || r[0] == '0' || r[0] == '1' && dash == 1 || !allDigits(r[:dash]) || !strings.HasPrefix(r[dash+1:], "v") {
-			return false
+		if dash <= 0 {
+			return 0, 0, false
 		}
-		rest = r[dash+2:]
-	} else if rest, ok = strings.CutPrefix(rest, "v"); !ok {
-		return false
+		n, ok := decimal(r[:dash])
+		if !ok || n < 2 {
+			return 0, 0, false
+		}
+		incarnation, rest = n, r[dash+1:]
+	}
+	rest, found := strings.CutPrefix(rest, "v")
+	if !found {
+		return 0, 0, false
 	}
 	dash := strings.IndexByte(rest, '-')
-	if dash <= 0 || rest[0] == '0' || !allDigits(rest[:dash]) {
-		return false
+	if dash <= 0 {
+		return 0, 0, false
+	}
+	v, ok := decimal(rest[:dash]) // 0: a tombstone cleanup whose head is gone has no base
+	if !ok {
+		return 0, 0, false
 	}
 	h := rest[dash+1:]
 	if len(h) != 16 {
-		return false
+		return 0, 0, false
 	}
 	for i := 0; i < len(h); i++ {
 		if !(h[i] >= '0' && h[i] <= '9' || h[i] >= 'a' && h[i] <= 'f') {
-			return false
+			return 0, 0, false
 		}
 	}
-	return true
+	return incarnation, v, true
+}
+
+// decimal reads a uint64 written without leading zeros.
+func decimal(s string) (uint64, bool) {
+	if !allDigits(s) || len(s) > 1 && s[0] == '0' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
 }
 
 func allDigits(s string) bool {
@@ -305,4 +354,78 @@ func ManifestKeyIncarnation(c, key string) (uint64, bool) {
 		}
 	}
 	return inc, true
+}
+
+// AppendSegmentIncarnation reports whether key is an append segment of
+// collection c (AppendSegmentKey: level 0, the lifetime's tag, the version
+// it was written for, its index) and returns the lifetime its tag names.
+func AppendSegmentIncarnation(c, key string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, LevelPrefix(c, 0))
+	if !ok {
+		return 0, false
+	}
+	inc := uint64(1)
+	if r, found := strings.CutPrefix(rest, "i"); found {
+		dash := strings.IndexByte(r, '-')
+		if dash <= 0 || r[0] == '0' || !allDigits(r[:dash]) {
+			return 0, false
+		}
+		if _, err := fmt.Sscanf(r[:dash], "%d", &inc); err != nil || inc < 2 {
+			return 0, false
+		}
+		rest = r[dash+1:]
+	}
+	name, ok := strings.CutSuffix(rest, ".seg")
+	if !ok || len(name) < 22 || name[20] != '-' || !allDigits(name[:20]) || !allDigits(name[21:]) {
+		return 0, false
+	}
+	return inc, true
+}
+
+// RootKeyIncarnation reports whether key is a manifest root of collection
+// c (ManifestKey: not a part or change part) and returns its lifetime.
+func RootKeyIncarnation(c, key string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(key, ManifestsPrefix(c))
+	if !ok || strings.HasPrefix(rest, "parts/") || strings.HasPrefix(rest, "changes/") {
+		return 0, false
+	}
+	return ManifestKeyIncarnation(c, key)
+}
+
+// OfLifetime reports whether key is one of lifetime inc of collection c
+// that a dropped lifetime's cleanup must see gone before its release: a
+// manifest root, part or change part tagged with it, a rewrite output of
+// one of its tasks, or a data object its writers committed (an append
+// segment tagged with it). It is the one derivation of "what is left of
+// the lifetime" the cleanup's last listing, the handoff's re-derivation
+// and the CCS stand-in's release check share. Another writer's key (an
+// import, a bulk load) is not counted: it is never the coordinator's.
+func OfLifetime(c string, inc uint64, key string) bool {
+	inc = Lifetime(inc)
+	if got, ok := ManifestKeyIncarnation(c, key); ok {
+		return got == inc
+	}
+	if id, ok := OwnedOutputTask(c, key); ok {
+		return TaskIncarnation(c, id) == inc
+	}
+	if got, ok := AppendSegmentIncarnation(c, key); ok {
+		return got == inc
+	}
+	return false
+}
+
+// RootKeyVersion returns the version a root key of collection c names.
+func RootKeyVersion(c, key string) (uint64, bool) {
+	if _, ok := RootKeyIncarnation(c, key); !ok {
+		return 0, false
+	}
+	name := key[strings.LastIndexByte(key, '/')+1:]
+	if i := strings.IndexByte(name, '-'); i > 0 && name[0] == 'i' {
+		name = name[i+1:]
+	}
+	var v uint64
+	if _, err := fmt.Sscanf(name[:20], "%d", &v); err != nil {
+		return 0, false
+	}
+	return v, true
 }

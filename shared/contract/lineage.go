@@ -56,6 +56,8 @@ func (l *LineageConfirmation) validate() error {
 		return invalid("abandoned_head_checksum %q is not sha256:<64 hex>", l.AbandonedHeadChecksum)
 	case l.ConfirmedBy == "" || l.ConfirmedAtUnixMs <= 0:
 		return invalid("confirmed_by and confirmed_at_unix_ms are required")
+	case len(l.AbandonedRoots) > MaxAbandonedRoots:
+		return invalid("abandoned_roots names %d roots, at most %d", len(l.AbandonedRoots), MaxAbandonedRoots)
 	}
 	for _, k := range l.AbandonedRoots {
 		inc, _, ok := RootOf(l.Collection, k)
@@ -68,6 +70,11 @@ func (l *LineageConfirmation) validate() error {
 	}
 	return nil
 }
+
+// MaxAbandonedRoots bounds the roots one confirmation names (a head
+// regression's evidence beyond it cannot be confirmed; stored compressed,
+// 10,000 root keys stay far below DynamoDB's item size limit).
+const MaxAbandonedRoots = 10_000
 
 // Inc is the incarnation the confirmation is for (absent: 1).
 func (l LineageConfirmation) Inc() uint64 { return Lifetime(l.Incarnation) }

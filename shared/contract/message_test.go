@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -41,5 +42,29 @@ func TestMessageIdentity(t *testing.T) {
 		if len(id) > awslimit.SQSMaxIDLength || len(m.DedupID) > awslimit.SQSMaxIDLength || len(m.Group) > awslimit.SQSMaxIDLength {
 			t.Fatalf("id %q longer than SQS's %d", id, awslimit.SQSMaxIDLength)
 		}
+	}
+}
+
+// A handoff message is a completion or, with message_kind, a namespace
+// release request; an unknown kind or a request with completion fields is
+// refused, never read as the other kind.
+func TestHandoffMessagesDecodeByKind(t *testing.T) {
+	for name, body := range map[string]string{
+		"unknown kind":    `{"schema_version":1,"message_kind":"cutover","namespace":"shop","facts_version":1,"requested_at_unix_ms":1}`,
+		"mixed fields":    `{"schema_version":1,"message_kind":"namespace_release","namespace":"shop","facts_version":1,"requested_at_unix_ms":1,"task_id":"x"}`,
+		"bad namespace":   `{"schema_version":1,"message_kind":"namespace_release","namespace":"Shop!","facts_version":1,"requested_at_unix_ms":1}`,
+		"kind not string": `{"schema_version":1,"message_kind":7,"namespace":"shop"}`,
+	} {
+		if _, err := contract.DecodeHandoffMessage(name, []byte(body)); !errors.Is(err, contract.ErrInvalid) && !errors.Is(err, contract.ErrUnknownField) {
+			t.Errorf("%s: %v, want invalid", name, err)
+		}
+	}
+	m, err := contract.NamespaceReleaseMessage(contract.NamespaceRelease{SchemaVersion: 1, MessageKind: contract.MessageNamespaceRelease, Namespace: "shop", FactsVersion: 3, RequestedAtUnixMs: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := contract.DecodeHandoffMessage("m", m.Body)
+	if err != nil || got.NamespaceRelease == nil || got.NamespaceRelease.Namespace != "shop" || m.Group != "namespace.shop" || contract.ValidCollection(m.Group) {
+		t.Fatalf("round trip: %+v %v (group %q)", got, err, m.Group)
 	}
 }

@@ -42,6 +42,9 @@ var documents = map[string]struct {
 	"LineageConfirmation":  {"lineage-confirmation.json", func() validator { return &LineageConfirmation{} }},
 	"ChangePart":           {"manifest-change-part.json", func() validator { return &ChangePart{} }},
 	"ReconcileRequest":     {"reconcile-request.json", func() validator { return &ReconcileRequest{} }},
+	"TombstonedNamespaces": {"ccs-tombstoned-namespaces.json", func() validator { return &TombstonedNamespaces{} }},
+	"tombstonedPage":       {"ccs-tombstoned-namespaces.json", func() validator { return &tombstonedPage{} }},
+	"NamespaceRelease":     {"handoff-namespace-release.json", func() validator { return &NamespaceRelease{} }},
 }
 
 // extraExamples are further events/ files of a registered type.

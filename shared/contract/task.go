@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // TaskKind names a class of background work.
@@ -89,6 +90,9 @@ func (t *Task) validate() error {
 	case !validChecksum(t.BaseManifestChecksum):
 		return invalid("base_manifest_checksum %q is not sha256:<64 hex>", t.BaseManifestChecksum)
 	}
+	if err := checkTaskIDLength(t.TaskID); err != nil {
+		return err
+	}
 	switch {
 	case t.Kind == KindLifecycleTransition && t.SweepUnixMs <= 0:
 		return invalid("a lifecycle_transition task needs sweep_unix_ms (the time its due objects are judged at)")
@@ -111,12 +115,30 @@ func DecodeTask(where string, b []byte) (Task, error) {
 	return t, err
 }
 
+// MaxTaskIDLength bounds every task identity by construction: SQS limits
+// MessageDeduplicationId to 128 characters, and the longest id derived from
+// a task id (a cleanup completion's CompletionID, "<task id>.partial") adds
+// 8. A task id longer than this is refused by DecodeTask and DecodeCompletion.
+const MaxTaskIDLength = 128 - len(".partial")
+
 // TaskID is the deterministic identity of a task: equal inputs, equal id.
-// It is safe as an S3 key segment and as an SQS deduplication id (<=128 chars).
+// It is safe as an S3 key segment and as an SQS deduplication id: it is at
+// most MaxTaskIDLength characters for any valid collection name, version
+// and incarnation.
 //
 // A task of incarnation N > 1 carries "i<N>" in its identity (and so in
 // the keys of its outputs): no task of one lifetime shares an identity, a
 // deduplication id or an output key with a task of another.
+//
+// Its readable form is <kind>-<collection>-[i<N>-]v<version>-<16 hex>; the
+// 16 hex digits are a hash of every field of the identity. Where that form
+// would be longer than MaxTaskIDLength (a later lifetime of a long name
+// with very large incarnation and version numbers) the collection is left
+// out: <kind>-i<N>-v<version>-<16 hex>. Output keys already name the
+// collection in their prefix, and the incarnation an output belongs to
+// stays readable from its key (TaskIncarnation), which tombstone cleanup
+// relies on (rule 12). Which form a (collection, incarnation, version)
+// takes is fixed by the length alone, so a key parses one way only.
 func TaskID(kind TaskKind, collection string, version uint64, checksum string, factsVersion uint64) string {
 	return sweepTaskID(kind, collection, 1, version, checksum, factsVersion, 0)
 }
@@ -126,13 +148,41 @@ func sweepTaskID(kind TaskKind, collection string, incarnation, version uint64, 
 	if sweep != 0 {
 		id += fmt.Sprintf("|sweep=%d", sweep)
 	}
-	inc := ""
 	if Lifetime(incarnation) > 1 {
 		id += fmt.Sprintf("|incarnation=%d", incarnation)
-		inc = fmt.Sprintf("i%d-", incarnation)
 	}
 	h := sha256.Sum256([]byte(id))
-	return fmt.Sprintf("%s-%s-%sv%d-%s", strings.ReplaceAll(string(kind), "_", ""), collection, inc, version, hex.EncodeToString(h[:8]))
+	return readableTaskID(kind, collection, incarnation, version, hex.EncodeToString(h[:8]))
+}
+
+// readableTaskID is the readable form of a task identity whose hash is sum
+// (see TaskID): the full form when it fits MaxTaskIDLength, else the form
+// without the collection.
+func readableTaskID(kind TaskKind, collection string, incarnation, version uint64, sum string) string {
+	k := strings.ReplaceAll(string(kind), "_", "")
+	tail := fmt.Sprintf("%sv%d-%s", IncarnationTag(incarnation), version, sum)
+	if longTaskID(kind, collection, incarnation, version) {
+		return k + "-" + tail
+	}
+	return k + "-" + collection + "-" + tail
+}
+
+// longTaskID reports whether the full readable form of a task identity of
+// these fields would exceed MaxTaskIDLength (and so leaves the collection
+// out).
+func longTaskID(kind TaskKind, collection string, incarnation, version uint64) bool {
+	n := len(strings.ReplaceAll(string(kind), "_", "")) + 1 + len(collection) + 1 +
+		len(IncarnationTag(incarnation)) + len(fmt.Sprintf("v%d-", version)) + 16
+	return n > MaxTaskIDLength
+}
+
+// checkTaskIDLength refuses an identity longer than MaxTaskIDLength with
+// the limit named (no task or completion of this build carries one).
+func checkTaskIDLength(id string) error {
+	if len(id) > MaxTaskIDLength {
+		return invalid("task_id is %d characters; the limit is %d (SQS deduplication ids are at most 128, and %q is appended to a cleanup's completion id)", len(id), MaxTaskIDLength, ".partial")
+	}
+	return nil
 }
 
 // WithFacts returns the task carrying the digest of f for its kind when f
@@ -198,6 +248,21 @@ func NewContinuationTask(t Task, nowMs int64) Task {
 	return c
 }
 
+// EnqueuedAt is t as enqueued at nowMs by a writer taking its time from
+// its own clock (rule 16), whatever time t was planned at: its
+// enqueued_at_unix_ms is nowMs and a sweep task's sweep time (part of its
+// identity, and a lifecycle transition's cutoff: sweep -
+// transition_after_ms) is nowMs's minute, its identity recomputed. A task
+// whose identity is its head alone keeps its identity.
+func (t Task) EnqueuedAt(nowMs int64) Task {
+	t.EnqueuedAtUnixMs = nowMs
+	if t.SweepUnixMs != 0 {
+		t.SweepUnixMs = SweepMinute(nowMs)
+		t.TaskID = sweepTaskID(t.Kind, t.Collection, t.Inc(), t.BaseManifestVersion, t.BaseManifestChecksum, t.CCSFactsVersion, t.SweepUnixMs)
+	}
+	return t
+}
+
 // SweepMinute truncates nowMs to the minute: the sweep time of a sweep task.
 func SweepMinute(nowMs int64) int64 { return nowMs - nowMs%60000 }
 
@@ -224,4 +289,26 @@ type Lease struct {
 	LeaseExpiryUnixMs    int64    `json:"lease_expiry_unix_ms"`
 	Holder               string   `json:"holder"`
 	AcquiredAtUnixMs     int64    `json:"acquired_at_unix_ms"`
+	// HeartbeatAtUnixMs is when the holder last wrote the lease (its
+	// acquisition or its latest heartbeat, on the holder's clock) and
+	// HeartbeatMs the interval it heartbeats at: the record says how
+	// overdue its holder is, so no reader judges it by a lease duration
+	// or a heartbeat interval of its own (an input, rule 16). Both belong
+	// to the current acquisition only when HeartbeatAtUnixMs is not
+	// before AcquiredAtUnixMs (a writer that does not know them leaves a
+	// previous holder's behind); absent or stale, nobody may call the
+	// holder overdue before the lease expires (lease.Classify).
+	HeartbeatAtUnixMs int64 `json:"heartbeat_at_unix_ms,omitempty"`
+	HeartbeatMs       int64 `json:"heartbeat_interval_ms,omitempty"`
+}
+
+// Heartbeat is the holder's own account of its heartbeats: when it last
+// wrote the lease and how often it does. ok is false when the record does
+// not carry one for its current acquisition (written by a holder that
+// records none, or left behind by an earlier holder).
+func (l Lease) Heartbeat() (at time.Time, every time.Duration, ok bool) {
+	if l.HeartbeatAtUnixMs <= 0 || l.HeartbeatMs <= 0 || l.HeartbeatAtUnixMs < l.AcquiredAtUnixMs {
+		return time.Time{}, 0, false
+	}
+	return time.UnixMilli(l.HeartbeatAtUnixMs), time.Duration(l.HeartbeatMs) * time.Millisecond, true
 }

@@ -59,6 +59,11 @@ func (r *Recorder) duration(k key, d time.Duration) {
 	if r == nil {
 		return
 	}
+	// A duration measured across two clocks (a commit's time is the
+	// publisher's) can come out negative; CloudWatch computes no
+	// percentile of a period holding a negative value, which would blank
+	// the p99 series and its alarm. Such a skew is recorded as 0.
+	d = max(d, 0)
 	r.mu.Lock()
 	r.timings[k] = append(r.timings[k], float64(d.Microseconds())/1000)
 	r.mu.Unlock()
@@ -146,12 +151,29 @@ func (r *Recorder) Flush(w io.Writer, now time.Time) error {
 		groups[g][k.name] = vs
 	}
 	for _, g := range slices.Sorted(maps.Keys(groups)) {
-		if err := r.writeLine(w, now, g, groups[g]); err != nil {
-			return err
+		// EMF: a value array MUST NOT have more than MaxValues members
+		// (CloudWatch Logs rejects the document): a longer one goes on in
+		// further lines of the same dimension set.
+		for vals := groups[g]; len(vals) > 0; {
+			line, rest := map[string]any{}, map[string]any{}
+			for name, v := range vals {
+				if vs, ok := v.([]float64); ok && len(vs) > MaxValues {
+					line[name], rest[name] = vs[:MaxValues], vs[MaxValues:]
+					continue
+				}
+				line[name] = v
+			}
+			if err := r.writeLine(w, now, g, line); err != nil {
+				return err
+			}
+			vals = rest
 		}
 	}
 	return nil
 }
+
+// MaxValues is the most values one EMF value array may carry.
+const MaxValues = 100
 
 func (r *Recorder) writeLine(w io.Writer, now time.Time, group string, vals map[string]any) error {
 	// A metric with a dimension (e.g. GCDeferred by Reason) is also

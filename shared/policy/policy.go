@@ -32,6 +32,18 @@ type Policy struct {
 	CutoverDeadline Duration `json:"cutover_deadline_ms"`
 	// ClockSkew bounds the skew between any two clocks of the deployment.
 	ClockSkew Duration `json:"clock_skew_ms"`
+	// PublisherConflictCheck declares that the Manifest Publisher has the
+	// conflict-check capability (events/PUBLISHER.md "Conflict-checked
+	// cutover", contract.ConflictCheckV1): a rewrite whose base the head
+	// moved past while it ran is still submitted, pinned to its base and
+	// asking for the check, and the publisher applies it on its current
+	// head only if it proves it conflict-free there. false: the
+	// coordinator drops such a result itself (rule 2, as before) and
+	// asks for nothing; set it for a publisher without the capability
+	// (one that does answer without it is also recognised: its conflict
+	// answers carry no conflict_check, counted as
+	// PublisherConflictCheckMissing, and the result is rebuilt as stale).
+	PublisherConflictCheck bool `json:"publisher_conflict_check"`
 	// OwnerTimeout bounds one HTTP call to the publisher or CCS.
 	OwnerTimeout Duration `json:"owner_timeout_ms"`
 	// BatchStopMargin: an SQS consumer starts another record of its batch
@@ -68,9 +80,16 @@ type Budgets struct {
 	// per collection prefix (collections/<c>/), across the fleet; at most
 	// S3's per-prefix limits (awslimit), leaving the rest to the writers
 	// and the query plane. 0: not paced.
-	S3WritesPerSecPerPrefix float64 `json:"s3_writes_per_sec_per_prefix"`
+	S3WritesPerSecPerPrefix float64 `json:"s3_writes_per_sec_per_prefix"` // 0, or MinS3WritesPerSecPerPrefix..awslimit.S3WritesPerSecPerPrefix
 	S3ReadsPerSecPerPrefix  float64 `json:"s3_reads_per_sec_per_prefix"`
 }
+
+// MinS3WritesPerSecPerPrefix is the lowest paced per-prefix write rate:
+// at it a full delete batch (1,000 keys) waits 19 s for its tokens (one
+// second of burst). The delete gate takes a batch's tokens before it
+// proves the batch, so no legal rate can age a proof (SYSTEM rule 14);
+// a lower one would only starve GC and the writers it paces.
+const MinS3WritesPerSecPerPrefix = 50.0
 
 // ClassConcurrency is the most tasks of each class running at once across
 // the fleet (0: no bound beyond the queue's event source concurrency).
@@ -113,6 +132,14 @@ type Compaction struct {
 	MaxJobBytes  int64 `json:"max_job_bytes"`
 	// MaxLevel is the top level.
 	MaxLevel int `json:"max_level"`
+	// ReadRangeBytes is the size of one read of a compaction or
+	// transition input (MinReadRangeBytes..MaxReadRangeBytes): an input
+	// of at most this many bytes is read whole with one GET; a larger one
+	// is read in ranges of whole blocks of at most this size, the next
+	// range while the current one is merged. A merge holds at most two
+	// ranges per input, so 2 x read_range_bytes x max_job_inputs must fit
+	// MaxCompactionReadBytes.
+	ReadRangeBytes int64 `json:"read_range_bytes"`
 	// DeleteDensityThreshold: an object whose delete markers reach this
 	// share of its records is rewritten (negative: rule off).
 	DeleteDensityThreshold float64 `json:"delete_density_threshold"`
@@ -126,6 +153,13 @@ type Compaction struct {
 	// and at the latest after StartMaxWait + StartQuiet.
 	StartQuiet   Duration `json:"start_quiet_ms"`
 	StartMaxWait Duration `json:"start_max_wait_ms"`
+	// ResultWait: after reporting a rewrite, the worker holds its
+	// collection's queue group until the result is in the head's lineage,
+	// at most this long, so the collection's next rewrite plans on a head
+	// without this one's inputs (with the publisher's conflict check a
+	// rewrite whose inputs another one replaced is refused: input_gone).
+	// 0: no wait.
+	ResultWait Duration `json:"result_wait_ms"`
 	// MaxWaitBehindTransition is the scheduling policy's aging bound between
 	// the rewrite classes: a due lifecycle transition goes before compaction
 	// (both rewrite the same base, one result per base can be published)
@@ -187,7 +221,8 @@ type GC struct {
 	PartCache int `json:"part_cache"`
 	// ProofMaxAge bounds how old the eligibility proof behind a delete
 	// call may be (every call, retries included, re-checks against a head
-	// read at most this long before).
+	// read at most this long before). At most MaxProofMaxAge and half of
+	// TokenLifetime.
 	ProofMaxAge Duration `json:"proof_max_age_ms"`
 	// MaxSweepCandidates bounds the deletes of one sweep (candidates
 	// already gone do not count; a sweep holds at most twice this many
@@ -224,23 +259,29 @@ type Functions struct {
 // Default is the production policy: the one place defaults are written.
 func Default() Policy {
 	return Policy{
-		LeaseDuration:   Duration(2 * time.Minute),
-		LeaseHeartbeat:  Duration(DefaultLeaseHeartbeat),
-		MaxTaskLifetime: Duration(15 * time.Minute),
-		CutoverDeadline: Duration(30 * time.Minute),
-		ClockSkew:       Duration(2 * time.Minute),
-		OwnerTimeout:    Duration(10 * time.Second),
-		BatchStopMargin: Duration(5 * time.Second),
+		LeaseDuration:          Duration(2 * time.Minute),
+		LeaseHeartbeat:         Duration(DefaultLeaseHeartbeat),
+		MaxTaskLifetime:        Duration(15 * time.Minute),
+		CutoverDeadline:        Duration(30 * time.Minute),
+		PublisherConflictCheck: true,
+		ClockSkew:              Duration(2 * time.Minute),
+		OwnerTimeout:           Duration(10 * time.Second),
+		BatchStopMargin:        Duration(5 * time.Second),
 		Compaction: Compaction{
-			MergeFactor:             4,
-			TargetObjectBytes:       64 << 20,
-			MaxJobInputs:            16,
-			MaxJobBytes:             1 << 30,
-			MaxLevel:                3,
-			DeleteDensityThreshold:  0.3,
-			FragmentationThreshold:  0.25,
-			StartQuiet:              Duration(time.Second),
-			StartMaxWait:            Duration(2 * time.Second),
+			MergeFactor:            4,
+			TargetObjectBytes:      64 << 20,
+			MaxJobInputs:           16,
+			MaxJobBytes:            1 << 30,
+			MaxLevel:               3,
+			ReadRangeBytes:         DefaultReadRangeBytes,
+			DeleteDensityThreshold: 0.3,
+			FragmentationThreshold: 0.25,
+			// The still-head wait is an option: the publisher's conflict
+			// check keeps a rewrite overtaken by commits (set 1 s / 2 s
+			// for a publisher without it).
+			StartQuiet:              0,
+			StartMaxWait:            0,
+			ResultWait:              Duration(2 * time.Second),
 			MaxWaitBehindTransition: Duration(time.Hour),
 		},
 		GC: GC{
@@ -277,9 +318,35 @@ func Default() Policy {
 	}
 }
 
+// ReleaseReaskAfter is how long after a dropped incarnation's cleanup
+// handed its completion to the handoff that completion counts as lost when
+// CCS has not recorded the release: max_task_lifetime_ms (a completion the
+// handoff still retries meanwhile is harmless: the intent's identity is the
+// incarnation's, CCS records it once).
+func (p Policy) ReleaseReaskAfter() time.Duration { return p.MaxTaskLifetime.D() }
+
 // BatchReserve is the invocation time a consumer keeps in hand before it
 // starts another record: one owner call plus the margin.
 func (p Policy) BatchReserve() time.Duration { return p.OwnerTimeout.D() + p.BatchStopMargin.D() }
+
+// Compaction read sizes (compaction.read_range_bytes). Object storage
+// answers a GET after tens of milliseconds whatever its size: reads of a
+// few MiB keep a merge near copy speed at one GET per few MiB.
+const (
+	DefaultReadRangeBytes = 4 << 20
+	MinReadRangeBytes     = 1 << 20
+	MaxReadRangeBytes     = 8 << 20
+	// MaxCompactionReadBytes bounds a merge's input buffers (two ranges
+	// per input): half of the compaction function's 1024 MB, the rest
+	// being the output's part buffers, block indexes and the runtime.
+	MaxCompactionReadBytes = 512 << 20
+)
+
+// MaxProofMaxAge is the ceiling of gc.proof_max_age_ms (also at most half
+// of gc.token_lifetime_ms): a delete call rests on a proof read moments
+// before it (SYSTEM rule 14), never on one that may have outlived a drop,
+// release and re-creation of the name.
+const MaxProofMaxAge = 60 * time.Second
 
 // DefaultLeaseHeartbeat is the heartbeat cadence of a task lease.
 const DefaultLeaseHeartbeat = 30 * time.Second

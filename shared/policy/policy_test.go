@@ -48,6 +48,9 @@ func TestValidateRejectsEachBadRelation(t *testing.T) {
 			p.BatchStopMargin = p.Functions.ObserverTimeout - p.OwnerTimeout
 		}, "batch_stop_margin_ms"},
 		{"per-collection delete rate above the global one", func(p *policy.Policy) { p.GC.DeletesPerSec = p.GC.GlobalDeletesPerSec + 1 }, "gc.deletes_per_sec"},
+		{"proof max age above half the token lifetime", func(p *policy.Policy) {
+			p.GC.TokenLifetime, p.GC.ProofMaxAge = ms(time.Minute), ms(30*time.Second+time.Millisecond)
+		}, "gc.proof_max_age_ms"},
 		{"retry backoffs longer than the gc timeout", func(p *policy.Policy) { p.GC.RetryBackoff = ms(time.Minute) }, "gc.retry_backoff_ms"},
 	}
 	for _, tc := range cases {
@@ -83,12 +86,16 @@ func TestValidateRejectsEachBadRange(t *testing.T) {
 		{func(p *policy.Policy) { p.GC.PartCache = 0 }, "gc.part_cache"},
 		{func(p *policy.Policy) { p.CutoverDeadline = 0 }, "cutover_deadline_ms"},
 		{func(p *policy.Policy) { p.GC.ProofMaxAge = 0 }, "gc.proof_max_age_ms"},
+		{func(p *policy.Policy) { p.GC.ProofMaxAge = policy.Duration(policy.MaxProofMaxAge + time.Millisecond) }, "gc.proof_max_age_ms"},
 		{func(p *policy.Policy) { p.GC.MaxSweepCandidates = 0 }, "gc.max_sweep_candidates"},
 		{func(p *policy.Policy) { p.Compaction.MergeFactor = 1 }, "compaction.merge_factor"},
 		{func(p *policy.Policy) { p.Compaction.TargetObjectBytes = 0 }, "compaction.target_object_bytes"},
 		{func(p *policy.Policy) { p.Compaction.MaxJobInputs = 1 }, "compaction.max_job_inputs"},
 		{func(p *policy.Policy) { p.Compaction.MaxJobBytes = 0 }, "compaction.max_job_bytes"},
 		{func(p *policy.Policy) { p.Compaction.MaxLevel = 0 }, "compaction.max_level"},
+		{func(p *policy.Policy) { p.Compaction.ReadRangeBytes = 512 << 10 }, "compaction.read_range_bytes"},
+		{func(p *policy.Policy) { p.Compaction.ReadRangeBytes = 16 << 20 }, "compaction.read_range_bytes"},
+		{func(p *policy.Policy) { p.Compaction.MaxJobInputs = 64; p.Compaction.ReadRangeBytes = 8 << 20 }, "compaction.read_range_bytes"},
 		{func(p *policy.Policy) { p.Compaction.DeleteDensityThreshold = 1.5 }, "compaction.delete_density_threshold"},
 		{func(p *policy.Policy) { p.Compaction.FragmentationThreshold = 0.6 }, "compaction.fragmentation_threshold"},
 		{func(p *policy.Policy) { p.Handoff.MaxLineageWalk = 0 }, "handoff.max_lineage_walk"},

@@ -64,6 +64,8 @@ func (p Policy) Validate() error {
 	positive(p.GC.RetryBackoff, "gc.retry_backoff_ms")
 	positive(p.GC.RetryAfter, "gc.retry_after_ms")
 	positive(p.GC.ProofMaxAge, "gc.proof_max_age_ms")
+	check(p.GC.ProofMaxAge <= Duration(MaxProofMaxAge), "gc.proof_max_age_ms",
+		"must be at most %s (a delete call rests on a proof read moments before it, SYSTEM rule 14), is %s", MaxProofMaxAge, p.GC.ProofMaxAge)
 	for _, f := range p.Functions.all() {
 		check(f.timeout >= Duration(awslimit.LambdaMinTimeout) && f.timeout <= Duration(awslimit.LambdaMaxTimeout), f.field,
 			"%s is outside Lambda's timeout range %s..%s", f.timeout, awslimit.LambdaMinTimeout, awslimit.LambdaMaxTimeout)
@@ -77,12 +79,20 @@ func (p Policy) Validate() error {
 		"must be in 1..%d (S3's largest object), is %d", int64(awslimit.S3MaxObjectBytes), c.TargetObjectBytes)
 	check(c.MaxJobInputs >= 2, "compaction.max_job_inputs", "must be at least 2, is %d", c.MaxJobInputs)
 	check(c.MaxJobBytes > 0, "compaction.max_job_bytes", "must be positive, is %d", c.MaxJobBytes)
+	check(c.ReadRangeBytes >= MinReadRangeBytes && c.ReadRangeBytes <= MaxReadRangeBytes, "compaction.read_range_bytes",
+		"must be in %d..%d (1 to 8 MiB), is %d", MinReadRangeBytes, MaxReadRangeBytes, c.ReadRangeBytes)
+	if c.MaxJobInputs >= 2 && c.ReadRangeBytes > 0 {
+		check(2*c.ReadRangeBytes*int64(c.MaxJobInputs) <= MaxCompactionReadBytes, "compaction.read_range_bytes",
+			"2 x %d x max_job_inputs %d = %d bytes of input buffers exceeds %d (half the compaction function's memory)",
+			c.ReadRangeBytes, c.MaxJobInputs, 2*c.ReadRangeBytes*int64(c.MaxJobInputs), MaxCompactionReadBytes)
+	}
 	check(c.MaxLevel >= 1 && c.MaxLevel <= contract.MaxLevel, "compaction.max_level", "must be in 1..%d, is %d", contract.MaxLevel, c.MaxLevel)
 	check(c.DeleteDensityThreshold <= 1, "compaction.delete_density_threshold", "must be at most 1 (negative: off), is %g", c.DeleteDensityThreshold)
 	check(c.FragmentationThreshold <= 0.5, "compaction.fragmentation_threshold",
 		"must be at most 0.5 so that merging fragmented objects yields fewer objects (negative: off), is %g", c.FragmentationThreshold)
 	nonNegative(c.StartQuiet, "compaction.start_quiet_ms")
 	nonNegative(c.StartMaxWait, "compaction.start_max_wait_ms")
+	nonNegative(c.ResultWait, "compaction.result_wait_ms")
 	check(c.MaxWaitBehindTransition > 0, "compaction.max_wait_behind_transition_ms", "must be positive (the aging bound of compaction behind transitions), is %d", c.MaxWaitBehindTransition.Ms())
 	nonNegative(c.RebuildAfter, "compaction.rebuild_after_ms")
 	g := p.GC
@@ -108,8 +118,8 @@ func (p Policy) Validate() error {
 	}
 	check(b.DeferDelay >= Duration(time.Second) && b.DeferDelay <= Duration(awslimit.SQSMaxVisibilityTimeout), "budgets.defer_delay_ms",
 		"must be in 1s..%s (a visibility timeout in whole seconds), is %s", awslimit.SQSMaxVisibilityTimeout, b.DeferDelay)
-	check(b.S3WritesPerSecPerPrefix >= 0 && b.S3WritesPerSecPerPrefix <= awslimit.S3WritesPerSecPerPrefix, "budgets.s3_writes_per_sec_per_prefix",
-		"must be in 0..%d (S3's per-prefix write rate; 0: not paced), is %g", awslimit.S3WritesPerSecPerPrefix, b.S3WritesPerSecPerPrefix)
+	check(b.S3WritesPerSecPerPrefix == 0 || b.S3WritesPerSecPerPrefix >= MinS3WritesPerSecPerPrefix && b.S3WritesPerSecPerPrefix <= awslimit.S3WritesPerSecPerPrefix, "budgets.s3_writes_per_sec_per_prefix",
+		"must be 0 (not paced) or in %g..%d (S3's per-prefix write rate), is %g", MinS3WritesPerSecPerPrefix, awslimit.S3WritesPerSecPerPrefix, b.S3WritesPerSecPerPrefix)
 	check(b.S3ReadsPerSecPerPrefix >= 0 && b.S3ReadsPerSecPerPrefix <= awslimit.S3ReadsPerSecPerPrefix, "budgets.s3_reads_per_sec_per_prefix",
 		"must be in 0..%d (S3's per-prefix read rate; 0: not paced), is %g", awslimit.S3ReadsPerSecPerPrefix, b.S3ReadsPerSecPerPrefix)
 	if len(bad) > 0 {
@@ -130,9 +140,9 @@ func (p Policy) Validate() error {
 	check(p.Functions.CompactionTimeout < p.MaxTaskLifetime, "functions.compaction_timeout_ms",
 		"%s must be shorter than max_task_lifetime_ms %s (a run that uses its whole timeout must still hand off in time)",
 		p.Functions.CompactionTimeout, p.MaxTaskLifetime)
-	check(4*(c.StartMaxWait+c.StartQuiet) <= p.Functions.CompactionTimeout, "compaction.start_max_wait_ms",
-		"%s + compaction.start_quiet_ms %s must be at most a quarter of functions.compaction_timeout_ms %s (the wait for a still head must leave the run its time)",
-		c.StartMaxWait, c.StartQuiet, p.Functions.CompactionTimeout)
+	check(4*(c.StartMaxWait+c.StartQuiet+c.ResultWait) <= p.Functions.CompactionTimeout, "compaction.start_max_wait_ms",
+		"%s + compaction.start_quiet_ms %s + compaction.result_wait_ms %s must be at most a quarter of functions.compaction_timeout_ms %s (the waits must leave the run its time)",
+		c.StartMaxWait, c.StartQuiet, c.ResultWait, p.Functions.CompactionTimeout)
 	vis := VisibilityTimeout(p.Functions.CompactionTimeout.D())
 	check(p.LeaseDuration.D() <= vis, "lease_duration_ms",
 		"%s must not exceed the compaction queue's visibility timeout %s (%d x functions.compaction_timeout_ms): a redelivered task must find a crashed holder's lease expired",
@@ -143,6 +153,8 @@ func (p Policy) Validate() error {
 		check(p.OwnerTimeout+p.BatchStopMargin < f.timeout, "batch_stop_margin_ms",
 			"owner_timeout_ms %s + %s must be shorter than %s %s (a consumer must have time to start its first record)", p.OwnerTimeout, p.BatchStopMargin, f.field, f.timeout)
 	}
+	check(2*g.ProofMaxAge <= g.TokenLifetime, "gc.proof_max_age_ms",
+		"%s must be at most half of gc.token_lifetime_ms %s (a proof older than that may have outlived a drop, release and re-creation of the name)", g.ProofMaxAge, g.TokenLifetime)
 	check(g.DeletesPerSec <= g.GlobalDeletesPerSec, "gc.deletes_per_sec",
 		"%g must not exceed gc.global_deletes_per_sec %g (one collection cannot delete faster than the worker)", g.DeletesPerSec, g.GlobalDeletesPerSec)
 	// One batch's retries sleep backoff, 2x, 4x, ... (in float: no overflow).

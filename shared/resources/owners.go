@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 )
@@ -53,4 +54,38 @@ func ParseOwnerSigning(s string) (service, region string, err error) {
 		return "", "", fmt.Errorf("owner signing %q: want %s:<region> or %s:<region>", s, SigningAPIGateway, SigningLambdaURL)
 	}
 	return service, region, nil
+}
+
+// CheckOwnerEndpoint refuses an owner endpoint the functions must not
+// call: anything but an https base URL (no user info, query or fragment).
+// With loopbackHTTP, plain http is allowed to a loopback host only (the
+// embedded stack's stand-ins, make local); a deployed function never gets
+// that (infra refuses it at synth). An owner answer decides what GC may
+// delete and what the publisher is asked to make visible: over plain http
+// anyone on the path could forge it.
+func CheckOwnerEndpoint(endpoint string, loopbackHTTP bool) error {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return fmt.Errorf("owner endpoint %q is not a base URL (https://host[:port][/path])", endpoint)
+	}
+	switch {
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && loopbackHTTP && IsLoopbackHost(u.Hostname()):
+		return nil
+	case u.Scheme == "http" && loopbackHTTP:
+		return fmt.Errorf("owner endpoint %q: plain http is allowed only to a loopback address (the local stack); use https", endpoint)
+	default:
+		return fmt.Errorf("owner endpoint %q: want https://", endpoint)
+	}
+}
+
+// IsLoopbackHost says whether host (a host name or IP literal, no port)
+// is this machine's loopback: "localhost" or a loopback IP.
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return ip != nil && ip.IsLoopback()
 }

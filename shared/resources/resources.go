@@ -46,6 +46,11 @@ const (
 	EnvOwnerAuth         = "BCC_OWNER_AUTH"    // sigv4 (default) or none: how owner requests are authenticated
 	EnvOwnerSigning      = "BCC_OWNER_SIGNING" // <service>:<region> signing owner requests to a host that does not say (a custom domain)
 	EnvDeployment        = "BCC_DEPLOYMENT"    // the deployment's name: a dimension of every metric
+	// EnvHandoffSenders is a JSON object naming, for each function that
+	// sends to the handoff queue, its role's unique id (the SenderId SQS
+	// stamps on its messages starts with it): the handoff admits each kind
+	// of message only from its sender's role.
+	EnvHandoffSenders = "BCC_HANDOFF_SENDERS"
 )
 
 // Bucket is the data bucket and its head notification.
@@ -130,6 +135,18 @@ type Function struct {
 	// names the publisher endpoint): the deployment grants it exactly
 	// these. The handoff submits cutovers, GC retires dropped heads.
 	PublisherRoutes []contract.Route
+	// CCSRoutes are the CCS routes it calls (its Env names the CCS
+	// endpoint): the deployment grants it exactly these. Only the handoff
+	// calls the write route (release intents); the others read facts.
+	CCSRoutes []contract.Route
+}
+
+// Routes returns the routes of owner ("publisher" or "ccs") f calls.
+func (f Function) Routes(owner string) []contract.Route {
+	if owner == "publisher" {
+		return f.PublisherRoutes
+	}
+	return f.CCSRoutes
 }
 
 // Definition is the whole product's resource set.
@@ -156,15 +173,18 @@ func For(prefix string, p policy.Policy) Definition {
 	t := p.Functions
 	fns := []Function{
 		{Name: FnObserver, Description: "re-reads committed heads, updates debt, enqueues fenced tasks", Timeout: t.ObserverTimeout.D(), MemoryMB: 256,
-			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvReconcileQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
+			Env:       []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvGCQueue, EnvReconcileQueue, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment},
+			CCSRoutes: []contract.Route{contract.CCSCollections, contract.CCSFacts, contract.CCSNamespaceFacts, contract.CCSTombstonedNamespaces}},
 		{Name: FnCompaction, Description: "leases and runs version-fenced compaction", Timeout: t.CompactionTimeout.D(), MemoryMB: 1024,
-			Env: []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment}},
+			Env:       []string{EnvBucket, EnvTable, EnvCompactionQueue, EnvHandoffQueue, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment},
+			CCSRoutes: []contract.Route{contract.CCSFacts}},
 		{Name: FnGC, Description: "re-checks the delete predicate and deletes in paced batches", Timeout: t.GCTimeout.D(), MemoryMB: 512,
 			Env:             []string{EnvBucket, EnvTable, EnvGCQueue, EnvHandoffQueue, EnvPublisherEndpoint, EnvCCSEndpoint, EnvWatermarkBucket, EnvWatermarkKey, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment},
-			PublisherRoutes: []contract.Route{contract.PublisherRetire}},
+			PublisherRoutes: []contract.Route{contract.PublisherRetire}, CCSRoutes: []contract.Route{contract.CCSFacts}},
 		{Name: FnHandoff, Description: "hands results to the publisher and release intents to CCS", Timeout: t.HandoffTimeout.D(), MemoryMB: 256,
-			Env:             []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment},
-			PublisherRoutes: []contract.Route{contract.PublisherCutover}},
+			Env:             []string{EnvBucket, EnvTable, EnvPublisherEndpoint, EnvCCSEndpoint, EnvPolicy, EnvOwnerAuth, EnvOwnerSigning, EnvDeployment, EnvHandoffSenders},
+			PublisherRoutes: []contract.Route{contract.PublisherCutover},
+			CCSRoutes:       []contract.Route{contract.CCSFacts, contract.CCSNamespaceFacts, contract.CCSReleaseIntents}},
 	}
 	timeout := map[string]time.Duration{}
 	for _, f := range fns {
@@ -225,6 +245,36 @@ func (d Definition) Function(name string) (Function, bool) {
 		}
 	}
 	return Function{}, false
+}
+
+// OperatorKeyPrefix starts the partition key of every operator record in
+// the coordinator's table (an operator's lineage confirmation, which GC
+// trusts to lift a head-regression refusal): every function role is
+// denied writing items whose partition key starts with it
+// (dynamodb:LeadingKeys), so only an operator's own credentials (or the
+// stack's operator-records policy) can record one.
+const OperatorKeyPrefix = "OPERATOR#"
+
+// CollectionKeyPrefix starts the partition key of a collection lifetime's
+// coordinator items (its observed state, the lineage GC remembers): "COLL#<name>".
+const CollectionKeyPrefix = "COLL#"
+
+// HandoffSenders are the functions that send to the handoff queue: the
+// observer (namespace release requests), compaction (rewrites) and GC
+// (cleanups).
+var HandoffSenders = []string{FnObserver, FnCompaction, FnGC}
+
+// HandoffSenderOf names the one function whose role may send a handoff
+// message of a completion of kind (rewrites compaction, the rest GC), or
+// of a namespace release request (kind "": the observer).
+func HandoffSenderOf(kind contract.TaskKind) string {
+	switch {
+	case kind == "":
+		return FnObserver
+	case kind.Rewrites():
+		return FnCompaction
+	}
+	return FnGC
 }
 
 // QueueForKind routes a task kind to its queue class.

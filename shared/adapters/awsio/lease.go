@@ -19,7 +19,9 @@ import (
 // LeaseTable stores task leases in the coordinator table: pk
 // "TASK#<task_id>", sk "LEASE", attributes epoch, holder, expiry (unix ms),
 // done, acquired_at, the task's fence (kind, collection, base_version,
-// base_checksum) and expires_at (TTL, tidiness only). Every write is one
+// base_checksum), the holder's heartbeat (heartbeat_at: its latest write;
+// heartbeat_ms: its interval, absent when the holder records none) and
+// expires_at (TTL, tidiness only). Every write is one
 // UpdateItem with a ConditionExpression unless the caller asks for an
 // unconditional write (the lease-condition mutation).
 type LeaseTable struct {
@@ -42,7 +44,8 @@ func leaseKey(taskID string) map[string]ddb.AttributeValue {
 // DynamoDB reserved words).
 func leaseNames(exprs ...*string) map[string]string {
 	all := map[string]string{"#pk": "pk", "#ep": "epoch", "#h": "holder", "#x": "expiry", "#aa": "acquired_at", "#d": "done",
-		"#k": "kind", "#c": "collection", "#bv": "base_version", "#bc": "base_checksum", "#ttl": "expires_at", "#ca": "completed_at"}
+		"#k": "kind", "#c": "collection", "#bv": "base_version", "#bc": "base_checksum", "#ttl": "expires_at", "#ca": "completed_at",
+		"#ha": "heartbeat_at", "#hi": "heartbeat_ms"}
 	used := map[string]string{}
 	for _, e := range exprs {
 		for _, p := range placeholderRE.FindAllString(aws.ToString(e), -1) {
@@ -63,7 +66,7 @@ func (t *LeaseTable) Acquire(ctx context.Context, l contract.Lease, nowMs int64,
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(t.table), Key: leaseKey(l.TaskID),
 		UpdateExpression: aws.String("SET #ep = if_not_exists(#ep, :zero) + :one, #h = :h, #x = :e, #aa = :now, " +
-			"#d = if_not_exists(#d, :false), #k = :k, #c = :c, #bv = :bv, #bc = :bc, #ttl = :ttl"),
+			"#d = if_not_exists(#d, :false), #k = :k, #c = :c, #bv = :bv, #bc = :bc, #ttl = :ttl, #ha = :now"),
 
 		ExpressionAttributeValues: map[string]ddb.AttributeValue{
 			":zero": num(0), ":one": num(1), ":h": str(l.Holder), ":e": num(l.LeaseExpiryUnixMs), ":now": num(nowMs),
@@ -71,6 +74,14 @@ func (t *LeaseTable) Acquire(ctx context.Context, l contract.Lease, nowMs int64,
 			":bc": str(l.BaseManifestChecksum), ":ttl": leaseTTL(l.LeaseExpiryUnixMs),
 		},
 		ReturnValues: ddb.ReturnValueAllNew,
+	}
+	// The heartbeat interval is this holder's: a previous holder's never
+	// stays on the record.
+	if l.HeartbeatMs > 0 {
+		in.UpdateExpression = aws.String(aws.ToString(in.UpdateExpression) + ", #hi = :hi")
+		in.ExpressionAttributeValues[":hi"] = num(l.HeartbeatMs)
+	} else {
+		in.UpdateExpression = aws.String(aws.ToString(in.UpdateExpression) + " REMOVE #hi")
 	}
 	if conditional {
 		in.ConditionExpression = aws.String("attribute_not_exists(#pk) OR (#d = :false AND #x <= :now)")
@@ -90,12 +101,12 @@ func (t *LeaseTable) Acquire(ctx context.Context, l contract.Lease, nowMs int64,
 }
 
 // Extend implements lease.Store.
-func (t *LeaseTable) Extend(ctx context.Context, taskID, holder string, epoch uint64, expiryMs int64, conditional bool) error {
+func (t *LeaseTable) Extend(ctx context.Context, taskID, holder string, epoch uint64, nowMs, expiryMs int64, conditional bool) error {
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(t.table), Key: leaseKey(taskID),
-		UpdateExpression: aws.String("SET #x = :e, #ttl = :ttl"),
+		UpdateExpression: aws.String("SET #x = :e, #ttl = :ttl, #ha = :now"),
 
-		ExpressionAttributeValues: map[string]ddb.AttributeValue{":e": num(expiryMs), ":ttl": leaseTTL(expiryMs)},
+		ExpressionAttributeValues: map[string]ddb.AttributeValue{":e": num(expiryMs), ":ttl": leaseTTL(expiryMs), ":now": num(nowMs)},
 	}
 	if conditional {
 		in.ConditionExpression = aws.String("#ep = :ep AND #h = :h AND #d = :false")
@@ -141,7 +152,7 @@ func decodeLease(taskID string, item map[string]ddb.AttributeValue) lease.State 
 			TaskID: taskID, Kind: contract.TaskKind(getS(item, "kind")), Collection: getS(item, "collection"),
 			BaseManifestVersion: getU(item, "base_version"), BaseManifestChecksum: getS(item, "base_checksum"),
 			LeaseEpoch: getU(item, "epoch"), LeaseExpiryUnixMs: getN(item, "expiry"), Holder: getS(item, "holder"),
-			AcquiredAtUnixMs: getN(item, "acquired_at"),
+			AcquiredAtUnixMs: getN(item, "acquired_at"), HeartbeatAtUnixMs: getN(item, "heartbeat_at"), HeartbeatMs: getN(item, "heartbeat_ms"),
 		},
 		Done: getB(item, "done"),
 	}

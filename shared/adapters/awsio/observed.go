@@ -15,6 +15,7 @@ import (
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/gc"
 	"github.com/searchfabric/bcc/shared/core/observe"
+	"github.com/searchfabric/bcc/shared/resources"
 	"github.com/searchfabric/bcc/shared/store"
 )
 
@@ -49,9 +50,9 @@ func observedKey(collection string, incarnation uint64) map[string]ddb.Attribute
 // lifetimePK is the partition key of one lifetime of a collection.
 func lifetimePK(collection string, incarnation uint64) string {
 	if contract.Lifetime(incarnation) == 1 {
-		return "COLL#" + collection
+		return resources.CollectionKeyPrefix + collection
 	}
-	return fmt.Sprintf("COLL#%s#i%d", collection, incarnation)
+	return fmt.Sprintf("%s%s#i%d", resources.CollectionKeyPrefix, collection, incarnation)
 }
 
 func str(s string) ddb.AttributeValue { return &ddb.AttributeValueMemberS{Value: s} }
@@ -90,7 +91,7 @@ func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (obser
 	var add []string
 	if st.Debt.GCObjects > 0 {
 		expr += ", gc_due_at = if_not_exists(gc_due_at, :due)"
-		add = append(add, "gc_objects :go", "gc_bytes :gb")
+		add = append(add, "gc_objects :go", "gc_bytes :gb", "gc_added_objects :go", "gc_added_bytes :gb")
 		vals[":due"], vals[":go"], vals[":gb"] = num(st.Debt.GCDueAtUnixMs), num(st.Debt.GCObjects), num(st.Debt.GCBytes)
 	}
 	expr += remove
@@ -102,10 +103,23 @@ func (t *ObservedTable) Advance(ctx context.Context, st observe.Observed) (obser
 	if len(add) > 0 {
 		expr += " ADD " + strings.Join(add, ", ")
 	}
+	cond := "attribute_not_exists(#v) OR #v < :v"
+	switch {
+	case st.Expect != nil && st.Expect.Version == 0:
+		cond = "attribute_not_exists(#v)"
+	case st.Expect != nil:
+		// Only from the head the advance descends from (observe/descent.go).
+		cond = "attribute_not_exists(#v) OR (#v = :ev AND checksum = :ec AND #v < :v)"
+		vals[":ev"], vals[":ec"] = unum(st.Expect.Version), str(st.Expect.Checksum)
+		if st.Expect.KeepFrom {
+			// Across a gap: keep the head advanced from (the first one).
+			expr = strings.Replace(expr, "SET ", "SET from_v = if_not_exists(from_v, :ev), from_c = if_not_exists(from_c, :ec), ", 1)
+		}
+	}
 	out, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(t.table), Key: observedKey(st.Collection, st.Incarnation),
 		UpdateExpression:                    aws.String(expr),
-		ConditionExpression:                 aws.String("attribute_not_exists(#v) OR #v < :v"),
+		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            map[string]string{"#v": "version", "#b": "bytes"},
 		ExpressionAttributeValues:           vals,
 		ReturnValues:                        ddb.ReturnValueAllOld,
@@ -230,11 +244,20 @@ func (t *ObservedTable) RecordCompactionIdle(ctx context.Context, collection str
 // RecordGCSweep replaces the GC debt with what a finished sweep left: the
 // GC debt (gc_objects, gc_due_at) and the lifecycle retention window
 // (retention_objects, retention_due_at; 0: none), which reconciliation
-// schedules as the retention_reclaim class.
+// schedules as the retention_reclaim class. A record with totals
+// (sw.Added) sets the debt to what it left plus what the advances added
+// since those totals (gc_added_*, which only advances change), in one
+// conditional write that holds for its head and every later one.
 func (t *ObservedTable) RecordGCSweep(ctx context.Context, sw gc.SweepRecord) error {
 	expr := "SET gc_objects = :go, gc_bytes = :gb, gc_swept_at = :sa, retention_objects = :ro, retention_due_at = :rd"
 	vals := map[string]ddb.AttributeValue{":go": num(sw.RemainingObjects), ":gb": num(sw.RemainingBytes), ":sa": num(sw.SweptAtUnixMs),
 		":ro": num(sw.RetentionObjects), ":rd": num(sw.RetentionDueUnixMs)}
+	if sw.Added != nil {
+		// gc_objects = remaining + (totals now - totals at the head).
+		expr = "SET gc_objects = if_not_exists(gc_added_objects, :zero) - :go, gc_bytes = if_not_exists(gc_added_bytes, :zero) - :gb, " +
+			"gc_swept_at = :sa, retention_objects = :ro, retention_due_at = :rd"
+		vals[":zero"], vals[":go"], vals[":gb"] = num(0), num(sw.Added.Objects-sw.RemainingObjects), num(sw.Added.Bytes-sw.RemainingBytes)
+	}
 	if sw.NextDueUnixMs > 0 {
 		expr += ", gc_due_at = :due"
 		vals[":due"] = num(sw.NextDueUnixMs)
@@ -243,22 +266,66 @@ func (t *ObservedTable) RecordGCSweep(ctx context.Context, sw gc.SweepRecord) er
 	}
 	cond := "attribute_exists(pk)"
 	var names map[string]string
-	if sw.HeadVersion > 0 {
-		// Only while the state still holds the head the sweep judged: an
-		// observation that advanced it meanwhile added debt the sweep
-		// never saw (it stays, due, and the next reconciliation sweeps).
+	switch {
+	case sw.HeadVersion > 0 && sw.Added != nil:
+		// While the state holds the head or any later one: what the later
+		// advances added is in the totals' difference.
+		cond += " AND (#v > :hv OR (#v = :hv AND checksum = :hc))"
+		names, vals[":hv"], vals[":hc"] = map[string]string{"#v": "version"}, unum(sw.HeadVersion), str(sw.HeadChecksum)
+	case sw.HeadVersion > 0:
+		// Only while the state still holds the head the record is for: an
+		// observation that advanced it meanwhile added debt the record
+		// does not count; the caller carries the record forward to the
+		// head the state holds (gc.SweptHeadMovedError) and tries again.
 		cond += " AND #v = :hv"
 		names, vals[":hv"] = map[string]string{"#v": "version"}, unum(sw.HeadVersion)
+		if sw.HeadChecksum != "" {
+			cond += " AND checksum = :hc"
+			vals[":hc"] = str(sw.HeadChecksum)
+		}
 	}
-	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(sw.Collection, sw.Incarnation),
-		UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals, ExpressionAttributeNames: names, ConditionExpression: aws.String(cond)})
+	in := &dynamodb.UpdateItemInput{TableName: aws.String(t.table), Key: observedKey(sw.Collection, sw.Incarnation),
+		UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals, ExpressionAttributeNames: names, ConditionExpression: aws.String(cond),
+		ReturnValuesOnConditionCheckFailure: ddb.ReturnValuesOnConditionCheckFailureAllOld}
+	if sw.Added != nil {
+		in.ReturnValues = ddb.ReturnValueAllOld
+	}
+	out, err := t.api.UpdateItem(ctx, in)
 	if err != nil {
 		var ccf *ddb.ConditionalCheckFailedException
 		if errors.As(err, &ccf) {
-			return nil // state wiped (reconciliation rebuilds it) or advanced past the swept head (its debt stays)
+			if len(ccf.Item) == 0 {
+				return nil // state wiped: reconciliation rebuilds it
+			}
+			st := decodeObserved(sw.Collection, ccf.Item)
+			return &gc.SweptHeadMovedError{Collection: sw.Collection, Version: st.Version, Checksum: st.Checksum,
+				Added: gc.AddedTotals{Objects: st.Debt.GCAddedObjects, Bytes: st.Debt.GCAddedBytes}}
+		}
+		return translate("record gc sweep of", sw.Collection, err, true)
+	}
+	if sw.Added != nil {
+		if old := decodeObserved(sw.Collection, out.Attributes); old.Debt.GCAddedObjects != sw.Added.Objects || old.Debt.GCAddedBytes != sw.Added.Bytes {
+			return &gc.SweepRecordRacedError{Collection: sw.Collection, Version: old.Version, Checksum: old.Checksum}
 		}
 	}
-	return translate("record gc sweep of", sw.Collection, err, true)
+	return nil
+}
+
+// LowerGCDue makes the recorded due time of the GC debt at most due (set
+// when none is recorded): after a sweep record that advances raced
+// (gc.SweepRecordRacedError). A wiped state is left alone.
+func (t *ObservedTable) LowerGCDue(ctx context.Context, collection string, incarnation uint64, due int64) error {
+	_, err := t.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(t.table), Key: observedKey(collection, incarnation),
+		UpdateExpression:          aws.String("SET gc_due_at = :due"),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND (attribute_not_exists(gc_due_at) OR gc_due_at > :due)"),
+		ExpressionAttributeValues: map[string]ddb.AttributeValue{":due": num(due)},
+	})
+	var ccf *ddb.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	return translate("lower the gc due time of", collection, err, true)
 }
 
 func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
@@ -267,6 +334,12 @@ func encodeObserved(o observe.Observed) map[string]ddb.AttributeValue {
 	item["facts_version"], item["objects"], item["bytes"], item["max_fan_out"] = unum(o.FactsVersion), num(o.Debt.Objects), num(o.Debt.Bytes), num(o.Debt.MaxFanOut)
 	item["delete_density"], item["compaction_due"], item["tombstone"] = flt(o.Debt.DeleteDensity), boolean(o.Debt.CompactionDue), boolean(o.Debt.TombstoneActive)
 	item["gc_objects"], item["gc_bytes"], item["gc_swept_at"] = num(o.Debt.GCObjects), num(o.Debt.GCBytes), num(o.Debt.GCSweptAtUnixMs)
+	if o.Debt.GCAddedObjects != 0 || o.Debt.GCAddedBytes != 0 {
+		item["gc_added_objects"], item["gc_added_bytes"] = num(o.Debt.GCAddedObjects), num(o.Debt.GCAddedBytes)
+	}
+	if o.UnverifiedFromVersion > 0 {
+		item["from_v"], item["from_c"] = unum(o.UnverifiedFromVersion), str(o.UnverifiedFromChecksum)
+	}
 	if o.Debt.GCDueAtUnixMs > 0 {
 		item["gc_due_at"] = num(o.Debt.GCDueAtUnixMs)
 	}
@@ -300,12 +373,14 @@ func decodeObserved(collection string, item map[string]ddb.AttributeValue) obser
 	o.RewriteClaims, o.RewriteTaken = getN(item, "rewrite_claims"), getN(item, "rewrite_taken")
 	o.CompactionIdleVersion, o.CompactionIdleChecksum = getU(item, "compaction_idle_version"), getS(item, "compaction_idle_checksum")
 	o.CompactionIdlePolicy = getS(item, "compaction_idle_policy")
+	o.UnverifiedFromVersion, o.UnverifiedFromChecksum = getU(item, "from_v"), getS(item, "from_c")
 	o.Debt = observe.Debt{
 		Objects: getN(item, "objects"), Bytes: getN(item, "bytes"), MaxFanOut: getN(item, "max_fan_out"),
 		DeleteDensity: getF(item, "delete_density"), CompactionDue: getB(item, "compaction_due"), TombstoneActive: getB(item, "tombstone"),
 		CompactionDueSinceUnixMs: getN(item, "compaction_due_since"),
 		GCObjects:                getN(item, "gc_objects"), GCBytes: getN(item, "gc_bytes"), GCDueAtUnixMs: getN(item, "gc_due_at"),
-		GCSweptAtUnixMs: getN(item, "gc_swept_at"), RetentionObjects: getN(item, "retention_objects"),
+		GCSweptAtUnixMs: getN(item, "gc_swept_at"), GCAddedObjects: getN(item, "gc_added_objects"), GCAddedBytes: getN(item, "gc_added_bytes"),
+		RetentionObjects:     getN(item, "retention_objects"),
 		RetentionDueAtUnixMs: getN(item, "retention_due_at"),
 	}
 	return o

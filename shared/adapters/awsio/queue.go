@@ -70,6 +70,17 @@ func (q *FIFOQueues) Report(ctx context.Context, c contract.Completion) error {
 	return q.Send(ctx, resources.QueueHandoff, []Message{m})
 }
 
+// RequestNamespaceRelease sends a namespace release request to the
+// handoff queue (reconciliation found the release owed; the handoff
+// records it). It implements handoff.ReleaseQueue.
+func (q *FIFOQueues) RequestNamespaceRelease(ctx context.Context, r contract.NamespaceRelease) error {
+	m, err := contract.NamespaceReleaseMessage(r)
+	if err != nil {
+		return err
+	}
+	return q.Send(ctx, resources.QueueHandoff, []Message{m})
+}
+
 // SendReconcile sends reconcile requests to the reconcile queue. It
 // implements the observer's ReconcileQueue.
 func (q *FIFOQueues) SendReconcile(ctx context.Context, reqs []contract.ReconcileRequest) error {

@@ -3,6 +3,9 @@ package awsio
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,11 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/searchfabric/bcc/shared/contract"
-
-	"github.com/searchfabric/bcc/shared/awslimit"
 )
 
 // S3API is the part of the S3 client the adapter uses.
@@ -34,10 +34,13 @@ type Bucket struct {
 	api    S3API
 	name   string
 	budget *PrefixBudget // nil: not paced
+	parts  *partPool     // part buffers of streaming uploads, reused
 }
 
 // NewBucket adapts api to bucket name.
-func NewBucket(api S3API, name string) *Bucket { return &Bucket{api: api, name: name} }
+func NewBucket(api S3API, name string) *Bucket {
+	return &Bucket{api: api, name: name, parts: newPartPool()}
+}
 
 // WithRequestBudget returns the bucket with every object request (reads,
 // writes, deletes; not listings) paced by pb, per prefix, fleet-wide: the
@@ -97,6 +100,30 @@ func (b *Bucket) getLimited(ctx context.Context, key string, limit int64) ([]byt
 	return body, strings.Trim(aws.ToString(out.ETag), `"`), nil
 }
 
+// Checksum streams key's bytes and returns their contract checksum
+// ("sha256:<hex>"), in bounded memory whatever the object's size.
+func (b *Bucket) Checksum(ctx context.Context, key string) (string, error) {
+	sum, _, err := b.ChecksumAt(ctx, key)
+	return sum, err
+}
+
+// ChecksumAt is Checksum with the LastModified S3 gave the object read.
+func (b *Bucket) ChecksumAt(ctx context.Context, key string) (string, time.Time, error) {
+	if err := b.budget.Take(ctx, false, key, 1); err != nil {
+		return "", time.Time{}, err
+	}
+	out, err := b.api.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
+	if err != nil {
+		return "", time.Time{}, translate("get", b.name+"/"+key, err, false)
+	}
+	defer out.Body.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, out.Body); err != nil {
+		return "", time.Time{}, fmt.Errorf("read %s/%s: %w", b.name, key, err)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), aws.ToTime(out.LastModified), nil
+}
+
 // ReadRange fills p with the len(p) bytes of key at off, with one ranged
 // GET read straight into p (no intermediate buffer: a segment block costs
 // its own size once). A body shorter than p is io.ErrUnexpectedEOF; an
@@ -153,70 +180,25 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, body []byte) (stri
 }
 
 func (b *Bucket) put(ctx context.Context, key string, body []byte, ifMatch, ifNoneMatch *string) (string, error) {
+	return b.putWith(ctx, key, body, ifMatch, ifNoneMatch, nil)
+}
+
+// putWith is put with the input adjusted by in (nil: as is) and the
+// request by opts.
+func (b *Bucket) putWith(ctx context.Context, key string, body []byte, ifMatch, ifNoneMatch *string, adjust func(*s3.PutObjectInput), opts ...func(*s3.Options)) (string, error) {
 	if err := b.budget.Take(ctx, true, key, 1); err != nil {
 		return "", err
 	}
-	out, err := b.api.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b.name), Key: aws.String(key),
-		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))), IfMatch: ifMatch, IfNoneMatch: ifNoneMatch})
+	in := &s3.PutObjectInput{Bucket: aws.String(b.name), Key: aws.String(key),
+		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body))), IfMatch: ifMatch, IfNoneMatch: ifNoneMatch}
+	if adjust != nil {
+		adjust(in)
+	}
+	out, err := b.api.PutObject(ctx, in, opts...)
 	if err != nil {
 		return "", translate("put", b.name+"/"+key, err, true)
 	}
 	return strings.Trim(aws.ToString(out.ETag), `"`), nil
-}
-
-// Delete removes one object; deleting a missing key succeeds, as on S3.
-func (b *Bucket) Delete(ctx context.Context, key string) error {
-	if err := b.budget.Take(ctx, true, key, 1); err != nil {
-		return err
-	}
-	_, err := b.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.name), Key: aws.String(key)})
-	return translate("delete", b.name+"/"+key, err, true)
-}
-
-// DeleteResult reports one DeleteObjects call: keys confirmed gone and keys
-// that failed with their reason.
-type DeleteResult struct {
-	Deleted []string
-	Failed  map[string]string
-}
-
-// DeleteBatch deletes up to awslimit.S3DeleteObjectsMaxKeys keys in one
-// DeleteObjects call. A key that
-// was already gone is reported deleted, as S3 does.
-func (b *Bucket) DeleteBatch(ctx context.Context, keys []string) (DeleteResult, error) {
-	res := DeleteResult{Failed: map[string]string{}}
-	if len(keys) == 0 {
-		return res, nil
-	}
-	if len(keys) > awslimit.S3DeleteObjectsMaxKeys {
-		return res, fmt.Errorf("delete batch of %d keys: at most %d per call", len(keys), awslimit.S3DeleteObjectsMaxKeys)
-	}
-	objs := make([]s3types.ObjectIdentifier, len(keys))
-	perPrefix := map[string]int{} // S3 counts each key of the call
-	for i, k := range keys {
-		objs[i] = s3types.ObjectIdentifier{Key: aws.String(k)}
-		perPrefix[RequestPrefix(k)]++
-	}
-	for prefix, n := range perPrefix {
-		if err := b.budget.Take(ctx, true, prefix, n); err != nil {
-			return res, err
-		}
-	}
-	out, err := b.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(b.name), Delete: &s3types.Delete{Objects: objs, Quiet: aws.Bool(false)}})
-	if err != nil {
-		return res, translate("delete objects", b.name, err, true)
-	}
-	for _, d := range out.Deleted {
-		res.Deleted = append(res.Deleted, aws.ToString(d.Key))
-	}
-	for _, e := range out.Errors {
-		if aws.ToString(e.Code) == "NoSuchKey" {
-			res.Deleted = append(res.Deleted, aws.ToString(e.Key))
-			continue
-		}
-		res.Failed[aws.ToString(e.Key)] = aws.ToString(e.Code) + ": " + aws.ToString(e.Message)
-	}
-	return res, nil
 }
 
 // Listed is one object seen by a listing.
@@ -236,6 +218,63 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]Listed, error) {
 	})
 	return out, err
 }
+
+// Keys calls fn with the keys of each page under prefix (ListPages
+// without the sizes and dates).
+func (b *Bucket) Keys(ctx context.Context, prefix string, fn func([]string) error) error {
+	return b.ListPages(ctx, prefix, func(page []Listed) error {
+		keys := make([]string, len(page))
+		for i, l := range page {
+			keys[i] = l.Key
+		}
+		return fn(keys)
+	})
+}
+
+// WrittenAt returns the LastModified S3 gave each of keys that exists (a
+// missing key is absent). It lists the keys' folders (the part up to the
+// last '/'), each once and only until every key of it was seen: a rewrite
+// task's outputs share one folder below its task id, so dating them costs
+// one listing, under the s3:ListBucket grant every function has. It dates
+// keys the caller names; it never decides what exists beyond them.
+func (b *Bucket) WrittenAt(ctx context.Context, keys []string) (map[string]time.Time, error) {
+	folders := map[string]map[string]bool{}
+	var order []string
+	for _, k := range keys {
+		dir := k // a key without a folder is listed as its own prefix
+		if i := strings.LastIndexByte(k, '/'); i >= 0 {
+			dir = k[:i+1]
+		}
+		if folders[dir] == nil {
+			folders[dir] = map[string]bool{}
+			order = append(order, dir)
+		}
+		folders[dir][k] = true
+	}
+	out := make(map[string]time.Time, len(keys))
+	for _, dir := range order {
+		want := folders[dir]
+		err := b.ListPages(ctx, dir, func(page []Listed) error {
+			for _, l := range page {
+				if want[l.Key] {
+					out[l.Key] = l.LastModified
+					delete(want, l.Key)
+				}
+			}
+			if len(want) == 0 {
+				return errListedEnough
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errListedEnough) {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// errListedEnough ends a listing once every key it was for was seen.
+var errListedEnough = errors.New("every key listed")
 
 // ListPages calls fn with each page (up to 1,000 keys, ascending) of the
 // keys under prefix, so that memory holds one page; an error from fn ends

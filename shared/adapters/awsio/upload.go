@@ -3,12 +3,17 @@ package awsio
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/store"
@@ -22,26 +27,66 @@ type MultipartAPI interface {
 	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, opts ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 }
 
-// PartSize is the buffer a streaming upload holds: at least S3's multipart
-// minimum part size (awslimit.S3MultipartMinPartBytes) for every part but
-// the last.
+// PartSize is one part buffer of a streaming upload: at least S3's
+// multipart minimum part size (awslimit.S3MultipartMinPartBytes) for every
+// part but the last.
 const PartSize = 8 << 20
 
 var _ [PartSize - awslimit.S3MultipartMinPartBytes]struct{} // PartSize >= the minimum
 
-// Upload streams one object to S3 holding at most PartSize bytes: an
-// object that fits in one part is a single PutObject, a larger one a
-// multipart upload. Nothing is visible under the key until Close succeeds;
-// Abort (or a failed Close) leaves no object.
+// UploadBuffers is the most part buffers one upload holds: the part being
+// filled and the part being sent.
+const UploadBuffers = 2
+
+// pooledParts is how many idle part buffers a Bucket keeps for the next
+// uploads (a warm function instance reuses them instead of allocating).
+const pooledParts = 4
+
+// partPool recycles part buffers between uploads of one Bucket.
+type partPool struct{ free chan []byte }
+
+func newPartPool() *partPool { return &partPool{free: make(chan []byte, pooledParts)} }
+
+func (p *partPool) get() []byte {
+	select {
+	case b := <-p.free:
+		return b[:0]
+	default:
+		return make([]byte, 0, PartSize)
+	}
+}
+
+func (p *partPool) put(b []byte) {
+	if cap(b) != PartSize {
+		return
+	}
+	select {
+	case p.free <- b:
+	default:
+	}
+}
+
+// Upload streams one object to S3 through at most UploadBuffers part
+// buffers of PartSize, taken from and returned to the bucket's pool: an
+// object that fits in one part is a single PutObject at Close; a larger
+// one is a multipart upload whose parts are sent in the background, one
+// at a time, while the next part fills. Nothing is visible under the key
+// until Close succeeds; Abort (or a failed Close) leaves no object.
 type Upload struct {
 	ctx      context.Context
 	api      MultipartAPI
 	bucket   *Bucket
 	key      string
-	buf      bytes.Buffer
-	uploadID string
+	buf      []byte     // the part being filled
+	sending  chan error // the part upload in flight; nil: none
+	uploadID string     // set by the part upload in flight, read after it
 	parts    []s3types.CompletedPart
-	err      error
+	checksum string // the writer's contract checksum of the whole object, if it told
+	// absent: the object becomes visible only if no object is at key
+	// (If-None-Match: * on the PutObject or the CompleteMultipartUpload):
+	// an existing object is never replaced (store.ErrPreconditionFailed).
+	absent bool
+	err    error
 }
 
 // Create starts a streaming upload to key. The bucket's client must also
@@ -54,22 +99,79 @@ func (b *Bucket) Create(ctx context.Context, key string) (store.Upload, error) {
 	return &Upload{ctx: ctx, api: api, bucket: b, key: key}, nil
 }
 
-// Write buffers p, uploading a part whenever PartSize bytes are buffered.
+// CreateIfAbsent is Create of an object that must not replace one: Close
+// fails with store.ErrPreconditionFailed, writing nothing, when key exists.
+func (b *Bucket) CreateIfAbsent(ctx context.Context, key string) (store.Upload, error) {
+	up, err := b.Create(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	up.(*Upload).absent = true
+	return up, nil
+}
+
+// ExpectChecksum tells the upload the contract checksum ("sha256:<hex>")
+// of every byte that will be written, computed by the writer while it
+// wrote them. An object sent as one PutObject carries it as its S3
+// checksum (x-amz-checksum-sha256) and its signed payload hash: S3
+// verifies the stored bytes against the value the manifest will record,
+// and the SDK hashes nothing again. A multipart upload's parts carry the
+// SDK's per-part checksum instead (S3 has no whole-object SHA-256 for
+// multipart uploads).
+func (u *Upload) ExpectChecksum(sum string) { u.checksum = sum }
+
+// Write buffers p, sending a part whenever PartSize bytes are buffered.
 func (u *Upload) Write(p []byte) (int, error) {
 	if u.err != nil {
 		return 0, u.err
 	}
-	n, _ := u.buf.Write(p)
-	for u.buf.Len() >= PartSize {
-		if err := u.flushPart(u.buf.Next(PartSize)); err != nil {
-			u.err = err
-			return n, err
+	n := len(p)
+	for len(p) > 0 {
+		if u.buf == nil {
+			u.buf = u.bucket.parts.get()
+		}
+		c := copy(u.buf[len(u.buf):cap(u.buf)], p)
+		u.buf, p = u.buf[:len(u.buf)+c], p[c:]
+		if len(u.buf) == cap(u.buf) {
+			if err := u.send(u.buf); err != nil {
+				u.err = err
+				return n - len(p), err
+			}
+			u.buf = nil
 		}
 	}
 	return n, nil
 }
 
-func (u *Upload) flushPart(part []byte) error {
+// send waits for the part in flight, then sends part in the background
+// (the upload's first part creates the multipart upload). The buffer goes
+// back to the pool once sent.
+func (u *Upload) send(part []byte) error {
+	if err := u.wait(); err != nil {
+		u.bucket.parts.put(part)
+		return err
+	}
+	done := make(chan error, 1)
+	u.sending = done
+	go func() {
+		err := u.sendPart(part)
+		u.bucket.parts.put(part)
+		done <- err
+	}()
+	return nil
+}
+
+// wait waits for the part in flight, if any.
+func (u *Upload) wait() error {
+	if u.sending == nil {
+		return nil
+	}
+	err := <-u.sending
+	u.sending = nil
+	return err
+}
+
+func (u *Upload) sendPart(part []byte) error {
 	if err := u.bucket.budget.Take(u.ctx, true, u.key, 1); err != nil {
 		return err
 	}
@@ -96,29 +198,84 @@ func (u *Upload) Close() error {
 	if u.err != nil {
 		return errors.Join(u.err, u.Abort())
 	}
-	if u.uploadID == "" {
-		_, err := u.bucket.Put(u.ctx, u.key, u.buf.Bytes())
+	if u.sending == nil && u.uploadID == "" {
+		body := u.buf
+		defer func() {
+			u.bucket.parts.put(body)
+			u.buf = nil
+		}()
+		_, err := u.bucket.putChecked(u.ctx, u.key, body, u.checksum, u.absent)
 		return err
 	}
-	if u.buf.Len() > 0 {
-		if err := u.flushPart(u.buf.Bytes()); err != nil {
+	if len(u.buf) > 0 {
+		part := u.buf
+		u.buf = nil
+		if err := u.send(part); err != nil {
 			return errors.Join(err, u.Abort())
 		}
 	}
-	_, err := u.api.CompleteMultipartUpload(u.ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(u.bucket.name), Key: aws.String(u.key),
-		UploadId: aws.String(u.uploadID), MultipartUpload: &s3types.CompletedMultipartUpload{Parts: u.parts}})
-	if err != nil {
-		return translate("complete multipart upload", u.bucket.name+"/"+u.key, err, true)
+	if err := u.wait(); err != nil {
+		return errors.Join(err, u.Abort())
+	}
+	in := &s3.CompleteMultipartUploadInput{Bucket: aws.String(u.bucket.name), Key: aws.String(u.key),
+		UploadId: aws.String(u.uploadID), MultipartUpload: &s3types.CompletedMultipartUpload{Parts: u.parts}}
+	if u.absent {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if _, err := u.api.CompleteMultipartUpload(u.ctx, in); err != nil {
+		err = translate("complete multipart upload", u.bucket.name+"/"+u.key, err, true)
+		if errors.Is(err, store.ErrPreconditionFailed) {
+			return errors.Join(err, u.Abort()) // nothing became visible: the parts go
+		}
+		return err
 	}
 	return nil
 }
 
 // Abort discards the upload; nothing becomes visible.
 func (u *Upload) Abort() error {
+	_ = u.wait() // the part in flight may have created the upload
+	if u.buf != nil {
+		u.bucket.parts.put(u.buf)
+		u.buf = nil
+	}
 	if u.uploadID == "" {
 		return nil
 	}
 	_, err := u.api.AbortMultipartUpload(context.WithoutCancel(u.ctx), &s3.AbortMultipartUploadInput{Bucket: aws.String(u.bucket.name),
 		Key: aws.String(u.key), UploadId: aws.String(u.uploadID)})
 	return translate("abort multipart upload", u.bucket.name+"/"+u.key, err, true)
+}
+
+// putChecked is Put of body whose contract checksum sum ("sha256:<hex>",
+// or "" when unknown) the caller computed: S3 checks the stored bytes
+// against it, and the request is signed with it as the payload hash, so
+// the SDK computes no checksum of its own.
+func (b *Bucket) putChecked(ctx context.Context, key string, body []byte, sum string, absent bool) (string, error) {
+	var ifNoneMatch *string
+	if absent {
+		ifNoneMatch = aws.String("*")
+	}
+	hexSum, ok := strings.CutPrefix(sum, "sha256:")
+	raw, err := hex.DecodeString(hexSum)
+	if !ok || err != nil || len(raw) != 32 {
+		return b.put(ctx, key, body, nil, ifNoneMatch)
+	}
+	return b.putWith(ctx, key, body, nil, ifNoneMatch, func(in *s3.PutObjectInput) {
+		in.ChecksumSHA256 = aws.String(base64.StdEncoding.EncodeToString(raw))
+	}, presetPayloadHash(hexSum))
+}
+
+// presetPayloadHash signs a request with a payload hash computed by the
+// caller (the hex SHA-256 of the body) instead of having the SDK hash the
+// body again (it does for an endpoint without TLS).
+func presetPayloadHash(hexSum string) func(*s3.Options) {
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Insert(middleware.FinalizeMiddlewareFunc("bccPresetPayloadHash",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					return next.HandleFinalize(v4.SetPayloadHash(ctx, hexSum), in)
+				}), "ComputePayloadHash", middleware.Before)
+		})
+	}
 }

@@ -32,6 +32,7 @@ func TestClientsCallOnlyTheContractRoutes(t *testing.T) {
 	_, _ = pub.Retire(ctx, contract.RetireRequest{})
 	_, _ = ccs.Facts(ctx, "c1")
 	_, _ = ccs.Collections(ctx)
+	_, _ = ccs.TombstonedNamespaces(ctx)
 	_, _ = ccs.RecordReleaseIntent(ctx, contract.ReleaseIntentRequest{})
 	allowed := func(base string, routes []contract.Route, call string) bool {
 		for _, r := range routes {
@@ -44,7 +45,7 @@ func TestClientsCallOnlyTheContractRoutes(t *testing.T) {
 		}
 		return false
 	}
-	if len(seen) != 5 {
+	if len(seen) != 6 {
 		t.Fatalf("calls %v", seen)
 	}
 	for call := range seen {

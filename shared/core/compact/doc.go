@@ -42,10 +42,17 @@
 //     progress in steps a worker can finish within its lease, and at most one
 //     job per (tier, output level) is planned per call, with no shared inputs,
 //     so concurrent jobs of one collection never rewrite the same object.
-//   - A coalesced rewrite waits for a still head before it is taken
-//     (StartRule): a rewrite overtaken by a commit is dropped (SYSTEM rule
-//     2, never rebased), so one started while the writer commits is likely
-//     wasted. The wait only delays: it is bounded (start_max_wait_ms, then
+//   - With the publisher's conflict check (ExecConfig.ConflictChecked) a
+//     result whose base the head moved past once the work started is still
+//     reported, pinned to its base: the publisher decides at its CAS. A
+//     reported rewrite holds its collection's queue group until its cutover
+//     is in the lineage, at most ExecConfig.ResultWait (landed.go), so the
+//     next rewrite does not merge the same inputs meanwhile.
+//   - A coalesced rewrite may wait for a still head before it is taken
+//     (StartRule; an option, the defence against waste when the publisher
+//     has no conflict check): a rewrite overtaken by a commit is then
+//     dropped (SYSTEM rule 2, never rebased), so one started while the
+//     writer commits is likely wasted. The wait only delays: it is bounded (start_max_wait_ms, then
 //     the start right after the next commit, at the latest
 //     start_max_wait_ms + start_quiet_ms), it keeps the task (returned to
 //     its queue by visibility or waited in process), and the heads
@@ -75,4 +82,12 @@
 //     owed and planned again. Guard debt_agreement (its mutation:
 //     due levels only, no record) is caught by the simulation's
 //     idle-reenqueue invariant.
+//   - A rewrite output is written only where no object is; a retry that
+//     finds its task's own identical bytes there (a crashed attempt's)
+//     keeps them (Executor.ours, rule 13) and reports as its start the
+//     earlier of its own start and the earliest LastModified of the
+//     outputs it kept (guard cutover_from_written): GC's never-committed
+//     reclaim counts from that write, so the cutover's not_after must too.
+//     The handoff dates the outputs itself as well and does not rely on
+//     this report.
 package compact

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -34,6 +36,19 @@ type Streamer interface {
 	Create(ctx context.Context, key string) (store.Upload, error)
 }
 
+// AbsentWriter is implemented by object stores that write an object only
+// where none exists (S3 If-None-Match: *, on PutObject and
+// CompleteMultipartUpload): rewrite outputs are written so, and a
+// committed output is never overwritten in place (a retry whose bytes
+// differ, a forger's PUT ahead of us). ChecksumAt reads an existing object's
+// contract checksum, to recognise our own earlier identical attempt, and
+// the LastModified S3 gave it, the time that attempt wrote it.
+type AbsentWriter interface {
+	PutIfAbsent(ctx context.Context, key string, body []byte) (string, error)
+	CreateIfAbsent(ctx context.Context, key string) (store.Upload, error)
+	ChecksumAt(ctx context.Context, key string) (string, time.Time, error)
+}
+
 // Leases is the task lease use case (package lease).
 type Leases interface {
 	Acquire(ctx context.Context, task contract.Task, holder string, now time.Time, d time.Duration) (contract.Lease, error)
@@ -55,34 +70,51 @@ type Reporter interface {
 // ExecConfigFrom is the executor's configuration under a validated
 // coordinator policy, with guards g.
 func ExecConfigFrom(p policy.Policy, g guard.Set) ExecConfig {
-	return ExecConfig{Policy: PolicyFrom(p.Compaction), PolicyFingerprint: p.Compaction.Fingerprint(), LeaseDuration: p.LeaseDuration.D(), Heartbeat: p.LeaseHeartbeat.D(), Guards: g,
-		Start: StartRule{Quiet: p.Compaction.StartQuiet.D(), MaxWait: p.Compaction.StartMaxWait.D()}}
+	return ExecConfig{Policy: PolicyFrom(p.Compaction), ClockSkew: p.ClockSkew.D(), PolicyFingerprint: p.Compaction.Fingerprint(), LeaseDuration: p.LeaseDuration.D(), Heartbeat: p.LeaseHeartbeat.D(), Guards: g,
+		Read:  segment.ReadOptions{RangeBytes: p.Compaction.ReadRangeBytes},
+		Start: StartRule{Quiet: p.Compaction.StartQuiet.D(), MaxWait: p.Compaction.StartMaxWait.D()}, ConflictChecked: p.PublisherConflictCheck,
+		ResultWait: p.Compaction.ResultWait.D()}
 }
 
 // ExecConfig tunes the executor.
 type ExecConfig struct {
 	Policy Policy
+	// ClockSkew is the allowance between the clocks of the task's sender
+	// and this executor: a lifecycle transition's sweep time counts no
+	// later than the executor's clock plus it (guard sweep_clock).
+	ClockSkew time.Duration
 	// PolicyFingerprint names Policy (policy.Compaction.Fingerprint) in
 	// the idle record of a head whose full plan is empty.
 	PolicyFingerprint string
 	LeaseDuration     time.Duration
 	// Heartbeat: the lease is extended whenever this much time passed
-	// since the last extension (while merging, too), and after every output.
+	// since the last extension, checked at every read, after every output
+	// and before reporting; work shorter than this extends nothing.
 	Heartbeat time.Duration
 	Writer    segment.WriterOptions
-	Guards    guard.Set
+	// Read sizes the input reads (policy compaction.read_range_bytes).
+	Read segment.ReadOptions
+	// Sequential opens the inputs one after another and reads without
+	// read-ahead: every read on the caller's goroutine, in one order (the
+	// simulation, which replays AWS calls and injects crashes as panics of
+	// the calling goroutine).
+	Sequential bool
+	Guards     guard.Set
 	// Start: when a coalesced rewrite task starts (waits for a still
 	// head; zero: at once).
 	Start StartRule
+	// ConflictChecked: the publisher judges a result whose base the head
+	// moved past by its conflict check (policy publisher_conflict_check):
+	// once the work has started, a moved head no longer drops it here;
+	// the result is reported pinned to its base and the publisher decides
+	// at its head CAS. The coordinator never rebases it.
+	ConflictChecked bool
+	// ResultWait: how long a worker that reported a rewrite holds its
+	// collection's queue group until the result is in the lineage
+	// (awaitLanded; 0: no wait).
+	ResultWait time.Duration
 }
 
-// Executor runs one compaction task: lease, revalidate, plan, merge, write,
-// revalidate, report. It never makes a result visible; only the publisher
-// does, through the handoff.
-//
-// Memory: one block per input (segment iterators over ranged GETs) plus the
-// output being written, which is buffered until it reaches the target
-// object size and then PUT; never whole inputs.
 // Rewrites records that a worker took a collection's pending rewrite task
 // (observe.Observed RewriteClaims/RewriteTaken): from then on a new head
 // with a rewrite due enqueues the next one. RecordCompactionIdle records
@@ -95,6 +127,20 @@ type Rewrites interface {
 	RecordCompactionIdle(ctx context.Context, collection string, incarnation, version uint64, checksum, policy string) error
 }
 
+// Executor runs one compaction task: lease, revalidate, plan, merge, write,
+// revalidate, report. It never makes a result visible; only the publisher
+// does, through the handoff.
+//
+// Memory is independent of the inputs' sizes. A merge holds, per input,
+// its block index and at most two read ranges (policy
+// compaction.read_range_bytes, default 4 MiB; an input of at most one
+// range is held whole instead), and for the output one block and at most
+// two part buffers (awsio.PartSize, 8 MiB) of its streaming upload. With
+// the defaults (16 inputs at most) that is 2 x 4 MiB x 16 = 128 MiB of
+// input buffers plus 16 MiB of output buffers in the compaction function's
+// 1024 MB; the policy refuses input buffers above 512 MiB
+// (policy.MaxCompactionReadBytes). A transition copies through one read
+// range at a time.
 type Executor struct {
 	rewrites Rewrites
 	objects  Objects
@@ -107,6 +153,33 @@ type Executor struct {
 	metrics  *metrics.Recorder
 	log      *slog.Logger
 	sleep    Sleeper
+	seen     startSeen
+}
+
+// startSeen is the head StartDelay read for a task: the first look of
+// that task's wait (the next call of the handler for the same record)
+// takes it instead of reading the head again, once.
+type startSeen struct {
+	mu     sync.Mutex
+	taskID string
+	head   contract.Head
+}
+
+func (s *startSeen) put(taskID string, h contract.Head) {
+	s.mu.Lock()
+	s.taskID, s.head = taskID, h
+	s.mu.Unlock()
+}
+
+// take returns the head StartDelay read for taskID, at most once.
+func (s *startSeen) take(taskID string) (contract.Head, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.taskID != taskID || taskID == "" {
+		return contract.Head{}, false
+	}
+	s.taskID = ""
+	return s.head, true
 }
 
 // WithSleep sets how the executor waits for a still head (the simulation
@@ -172,13 +245,21 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 		return Result{}, fmt.Errorf("%w: %s (task %s)", ErrUnsupported, task.Kind, task.TaskID)
 	}
 	started := e.now()
+	// seen is the head the wait last read (the take uses it, and so does
+	// the revalidation before the work: the head is read again after
+	// planning, before any merge, and before reporting).
+	var seen *contract.Head
 	e.metrics.DurationDim("TaskWaitMs", "Kind", string(task.Kind), started.Sub(time.UnixMilli(task.EnqueuedAtUnixMs)))
 	if e.rewrites != nil {
 		// Heads committed while it waits coalesce into this task.
-		if err := e.awaitStill(ctx, task); err != nil {
+		head, ok, err := e.awaitStill(ctx, task)
+		if err != nil {
 			return Result{}, fmt.Errorf("run %s: wait for a still head: %w", task.TaskID, err)
 		}
-		task = e.takeRewrite(ctx, task, e.now())
+		if ok {
+			seen = &head
+		}
+		task, seen = e.takeRewrite(ctx, task, e.now(), seen)
 	}
 	ls, err := e.leases.Acquire(ctx, task, holder, started, e.cfg.LeaseDuration)
 	switch {
@@ -205,7 +286,7 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 	if task.Kind == contract.KindLifecycleTransition {
 		run = e.runTransition
 	}
-	res, err := run(ctx, task, keep, started)
+	res, err := run(ctx, task, keep, started, seen)
 	res.Lease = ls
 	if kerr := keep.Err(); kerr != nil && err == nil {
 		err = kerr
@@ -221,6 +302,9 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 		// The lease stays until it expires; a retry after that starts over
 		// and rewrites the same output keys.
 		return res, err
+	}
+	if res.Outcome == OutcomeReported && res.Completion != nil && e.rewrites != nil {
+		e.awaitLanded(ctx, task, *res.Completion)
 	}
 	if res.Outcome == OutcomeStale {
 		// A task already stale when it starts costs one head read; a result
@@ -247,14 +331,24 @@ func (e *Executor) Run(ctx context.Context, task contract.Task, holder string) (
 // when the head moved on from the task's base within the same lifetime of
 // the collection, a fresh task of the same kind pinned to the head found
 // (heads that arrived while this task waited were coalesced into it).
-// Failures here only cost coalescing: the task runs as enqueued.
-func (e *Executor) takeRewrite(ctx context.Context, task contract.Task, now time.Time) contract.Task {
+// Failures here only cost coalescing: the task runs as enqueued. It also
+// returns the head it judged by (seen, the wait's last look, when given;
+// nil when none could be read), for the revalidation before the work.
+func (e *Executor) takeRewrite(ctx context.Context, task contract.Task, now time.Time, seen *contract.Head) (contract.Task, *contract.Head) {
 	if err := e.rewrites.TakeRewrite(ctx, task.Collection, task.Incarnation); err != nil {
 		e.log.Warn("clear pending rewrite failed", "task", task.TaskID, "err", err)
 	}
-	head, err := e.lin.Head(ctx, task.Collection)
-	if err != nil || head.Inc() != contract.Lifetime(task.Incarnation) || head.Version <= task.BaseManifestVersion {
-		return task
+	head, err := contract.Head{}, error(nil)
+	if seen != nil {
+		head = *seen // read by the wait a moment ago
+	} else {
+		head, err = e.lin.Head(ctx, task.Collection)
+	}
+	if err != nil {
+		return task, nil
+	}
+	if head.Inc() != contract.Lifetime(task.Incarnation) || head.Version <= task.BaseManifestVersion {
+		return task, &head
 	}
 	var fresh contract.Task
 	if task.Kind == contract.KindLifecycleTransition {
@@ -266,11 +360,11 @@ func (e *Executor) takeRewrite(ctx context.Context, task contract.Task, now time
 	fresh.CCSFactsDigest = task.CCSFactsDigest // the same facts version
 	e.metrics.Add("TasksRebasedToHead", 1)
 	e.log.Info("task planned against the head found", "task", task.TaskID, "base", task.BaseManifestVersion, "head", head.Version, "as", fresh.TaskID)
-	return fresh
+	return fresh, &head
 }
 
-func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time) (Result, error) {
-	planned, reason, err := e.revalidate(ctx, task, nil)
+func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time, seen *contract.Head) (Result, error) {
+	planned, reason, err := e.revalidate(ctx, task, nil, seen)
 	if err != nil || reason != "" {
 		return Result{Outcome: OutcomeStale, Reason: reason}, err
 	}
@@ -302,15 +396,17 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 	}
 	res := Result{Job: &job}
 	e.metrics.Add("CompactionsRun", 1)
-	added, stats, err := e.merge(ctx, task, keep, job)
+	var k kept
+	added, stats, err := e.merge(ctx, task, keep, job, &k)
 	res.BytesRead, res.BytesWritten = stats.BytesRead, stats.BytesWritten
+	e.countMergeWrites(job, stats)
 	if err != nil {
 		return res, err
 	}
-	if err := keep.Force(ctx); err != nil {
+	if err := keep.Beat(ctx); err != nil {
 		return res, err
 	}
-	c, reported, err := e.report1(ctx, task, planned, keep.Lease(), started, job.Reason, job.Inputs, added, stats.BytesRead, stats.BytesWritten)
+	c, reported, err := e.report1(ctx, task, planned, keep.Lease(), e.workStart(started, &k), job.Reason, job.Inputs, added, stats.BytesRead, stats.BytesWritten)
 	if !reported {
 		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
 		return res, err
@@ -329,11 +425,22 @@ func (e *Executor) run(ctx context.Context, task contract.Task, keep *lease.Keep
 	return res, nil
 }
 
+// countMergeWrites counts what a merge wrote into its output level
+// (MergeBytesWritten|Level=N) the moment it wrote it, whatever becomes of
+// the result: a merge dropped later (stale, refused, lease lost) wrote its
+// bytes too. Write amplification is these bytes over the bytes appended
+// (make bench, the demo summary; ideal: IdealWrites).
+func (e *Executor) countMergeWrites(job Job, stats segment.MergeStats) {
+	if stats.BytesWritten > 0 {
+		e.metrics.AddDim("MergeBytesWritten", "Level", strconv.Itoa(job.OutputLevel), float64(stats.BytesWritten))
+	}
+}
+
 // headMoved re-reads the head just before the work: a non-empty reason
 // when it is no longer the task's base (only under base revalidation, the
 // guard this check belongs to).
 func (e *Executor) headMoved(ctx context.Context, task contract.Task) (string, error) {
-	if !e.cfg.Guards.BaseRevalidation {
+	if !e.cfg.Guards.BaseRevalidation || e.cfg.ConflictChecked {
 		return "", nil
 	}
 	head, err := e.lin.Head(ctx, task.Collection)
@@ -355,10 +462,20 @@ func (e *Executor) headMoved(ctx context.Context, task contract.Task) (string, e
 // planned, the facts read before the work): a retention change does not
 // waste a finished compaction. It returns the facts it read (zero without
 // a CCS).
-func (e *Executor) revalidate(ctx context.Context, task contract.Task, planned *contract.CollectionFacts) (contract.CollectionFacts, string, error) {
+func (e *Executor) revalidate(ctx context.Context, task contract.Task, planned *contract.CollectionFacts, seen *contract.Head) (contract.CollectionFacts, string, error) {
 	var f contract.CollectionFacts
-	if e.cfg.Guards.BaseRevalidation {
-		head, err := e.lin.Head(ctx, task.Collection)
+	if e.cfg.Guards.BaseRevalidation && (planned == nil || !e.cfg.ConflictChecked) {
+		// After the work, with a conflict-checking publisher, a moved
+		// head is the publisher's to judge (ExecConfig.ConflictChecked).
+		// Before the work, the head the take read a moment ago (seen)
+		// will do: the head is read again after planning, before any
+		// merge, and before reporting (seen nil).
+		head, err := contract.Head{}, error(nil)
+		if seen != nil && planned == nil {
+			head = *seen
+		} else {
+			head, err = e.lin.Head(ctx, task.Collection)
+		}
 		if err != nil {
 			return f, "", fmt.Errorf("revalidate %s: %w", task.TaskID, err)
 		}
@@ -391,39 +508,83 @@ func (e *Executor) revalidate(ctx context.Context, task contract.Task, planned *
 	return f, "", nil
 }
 
-// merge streams the job's inputs into outputs under the task's keys,
-// heartbeating the lease after every output and, while a long merge reads
-// its inputs, whenever a heartbeat is due.
-func (e *Executor) merge(ctx context.Context, task contract.Task, keep *lease.Keeper, job Job) ([]contract.ObjectEntry, segment.MergeStats, error) {
+// openConcurrency bounds the inputs of one merge opened at once.
+const openConcurrency = 8
+
+// openInputs opens the job's inputs concurrently (each Open is one read
+// of the object's tail, or of the whole object when it is small), checks
+// each footer against its manifest entry and starts every input's first
+// range read: the first records of all inputs arrive together.
+func (e *Executor) openInputs(ctx context.Context, keep *lease.Keeper, job Job) ([]*segment.Iterator, error) {
 	its := make([]*segment.Iterator, len(job.Inputs))
-	for i, in := range job.Inputs {
-		r, err := segment.Open(beating{ctx: ctx, r: e.objects.ReaderAt(ctx, in.Key, in.Size), keep: keep}, in.Size)
+	errs := make([]error, len(job.Inputs))
+	ro := e.cfg.Read
+	ro.NoReadAhead = ro.NoReadAhead || e.cfg.Sequential
+	open := func(i int, in contract.ObjectEntry) {
+		r, err := segment.OpenWith(beating{ctx: ctx, r: e.objects.ReaderAt(ctx, in.Key, in.Size), keep: keep}, in.Size, ro)
 		if err != nil {
-			if kerr := keep.Err(); kerr != nil {
-				return nil, segment.MergeStats{}, kerr
-			}
-			return nil, segment.MergeStats{}, fmt.Errorf("open input %s: %w", in.Key, err)
+			errs[i] = fmt.Errorf("open input %s: %w", in.Key, err)
+			return
 		}
 		if err := matches(r.Footer(), in); err != nil {
-			return nil, segment.MergeStats{}, err
+			errs[i] = err
+			return
 		}
 		its[i] = r.Iter()
+	}
+	sem := make(chan struct{}, openConcurrency)
+	var wg sync.WaitGroup
+	for i, in := range job.Inputs {
+		if e.cfg.Sequential {
+			open(i, in)
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			open(i, in)
+		}()
+	}
+	wg.Wait()
+	if kerr := keep.Err(); kerr != nil {
+		return nil, kerr
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return its, nil
+}
+
+// merge streams the job's inputs into outputs under the task's keys,
+// heartbeating the lease whenever a heartbeat is due: while a long merge
+// reads its inputs, and after every output. Work shorter than the
+// heartbeat interval extends nothing: the lease it acquired holds for
+// at least the interval.
+func (e *Executor) merge(ctx context.Context, task contract.Task, keep *lease.Keeper, job Job, k *kept) ([]contract.ObjectEntry, segment.MergeStats, error) {
+	its, err := e.openInputs(ctx, keep, job)
+	if err != nil {
+		return nil, segment.MergeStats{}, err
 	}
 	mctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var added []contract.ObjectEntry
 	target := e.cfg.Policy.normalized().TargetObjectBytes
 	w := e.outputWriter(ctx, task, job, target)
+	w.kept = k
 	defer w.abort()
 	out := segment.OutputFuncs{
 		New: w.open,
 		Finish: func(n int, f segment.Footer) error {
-			key, err := w.close(n)
+			key, err := w.close(n, f.Checksum)
 			if err != nil {
 				return err
 			}
 			added = append(added, f.Entry(key, f.Size, f.Checksum, job.Tier, job.OutputLevel))
-			if err := keep.Force(ctx); err != nil {
+			if err := keep.Beat(ctx); err != nil {
 				cancel(err)
 				return err
 			}
@@ -439,7 +600,30 @@ func (e *Executor) merge(ctx context.Context, task contract.Task, keep *lease.Ke
 	if err != nil {
 		return added, stats, fmt.Errorf("merge %s: %w", task.TaskID, err)
 	}
+	if len(added) == 0 {
+		// Every record was a delete the job may drop: one empty segment
+		// (no records, no ranges) stands for the inputs, so the rewrite
+		// adds what replaces them (the handoff refuses a rewrite that adds
+		// nothing for inputs holding records).
+		if err := writeEmpty(out, e.cfg.Writer); err != nil {
+			return added, stats, fmt.Errorf("merge %s: empty output: %w", task.TaskID, err)
+		}
+		stats.BytesWritten += added[0].Size
+	}
 	return added, stats, nil
+}
+
+// writeEmpty writes output 0 as a segment with no records.
+func writeEmpty(out segment.Outputs, opts segment.WriterOptions) error {
+	dst, err := out.NewOutput(0)
+	if err != nil {
+		return err
+	}
+	f, err := segment.NewWriter(dst, opts).Close()
+	if err != nil {
+		return err
+	}
+	return out.FinishOutput(0, f)
 }
 
 // beating is an input's ReaderAt that heartbeats the lease when one is
@@ -484,16 +668,18 @@ const outputSlack = 1 << 20
 // else through one reused buffer of at most target + one block + index.
 type outputWriter struct {
 	ctx     context.Context
+	e       *Executor
 	objects Objects
 	stream  Streamer
 	keyOf   func(n int) string
 	size    int
 	buf     *bytes.Buffer
 	up      store.Upload
+	kept    *kept // outputs an earlier attempt wrote, kept (ours)
 }
 
 func (e *Executor) outputWriter(ctx context.Context, task contract.Task, job Job, target int64) *outputWriter {
-	w := &outputWriter{ctx: ctx, objects: e.objects, size: int(min(target, job.Bytes()) + outputSlack),
+	w := &outputWriter{ctx: ctx, e: e, objects: e.objects, size: int(min(target, job.Bytes()) + outputSlack),
 		keyOf: func(n int) string { return contract.RewriteOutputKey(task.Collection, job.OutputLevel, task.TaskID, n) }}
 	w.stream, _ = e.objects.(Streamer)
 	return w
@@ -501,7 +687,7 @@ func (e *Executor) outputWriter(ctx context.Context, task contract.Task, job Job
 
 func (w *outputWriter) open(n int) (io.Writer, error) {
 	if w.stream != nil {
-		up, err := w.stream.Create(w.ctx, w.keyOf(n))
+		up, err := w.e.create(w.ctx, w.keyOf(n))
 		if err != nil {
 			return nil, fmt.Errorf("write output %s: %w", w.keyOf(n), err)
 		}
@@ -515,21 +701,124 @@ func (w *outputWriter) open(n int) (io.Writer, error) {
 	return w.buf, nil
 }
 
-// close makes output n visible and returns its key.
-func (w *outputWriter) close(n int) (string, error) {
+// checksummed is an upload told the checksum of what it was given
+// (awsio.Upload): S3 verifies the stored bytes against it.
+type checksummed interface{ ExpectChecksum(sum string) }
+
+// close makes output n, whose bytes hash to sum (the writer's contract
+// checksum), visible and returns its key.
+func (w *outputWriter) close(n int, sum string) (string, error) {
 	key := w.keyOf(n)
 	if w.up != nil {
 		up := w.up
 		w.up = nil
-		if err := up.Close(); err != nil {
+		if c, ok := up.(checksummed); ok {
+			c.ExpectChecksum(sum)
+		}
+		if err := w.e.ours(w.ctx, key, sum, up.Close(), w.kept); err != nil {
 			return key, fmt.Errorf("write output %s: %w", key, err)
 		}
 		return key, nil
 	}
-	if _, err := w.objects.Put(w.ctx, key, w.buf.Bytes()); err != nil {
+	if err := w.e.put(w.ctx, key, w.buf.Bytes(), sum, w.kept); err != nil {
 		return key, fmt.Errorf("write output %s: %w", key, err)
 	}
 	return key, nil
+}
+
+// ErrOutputTaken: a rewrite output key already holds other bytes than the
+// ones this attempt wrote (an earlier attempt under another plan, or
+// someone else's object): it is never replaced, the attempt fails.
+var ErrOutputTaken = errors.New("rewrite output key holds other bytes")
+
+// create opens a streamed write of a rewrite output: only where no object
+// is (AbsentWriter), else as the store streams.
+func (e *Executor) create(ctx context.Context, key string) (store.Upload, error) {
+	if a, ok := e.objects.(AbsentWriter); ok {
+		return a.CreateIfAbsent(ctx, key)
+	}
+	return e.objects.(Streamer).Create(ctx, key)
+}
+
+// put writes a rewrite output whose bytes hash to sum: only where no object
+// is (AbsentWriter), else as the store writes. An earlier attempt's
+// identical object kept in its place is noted in k.
+func (e *Executor) put(ctx context.Context, key string, body []byte, sum string, k *kept) error {
+	a, ok := e.objects.(AbsentWriter)
+	if !ok {
+		_, err := e.objects.Put(ctx, key, body)
+		return err
+	}
+	_, err := a.PutIfAbsent(ctx, key, body)
+	return e.ours(ctx, key, sum, err, k)
+}
+
+// ours resolves a write refused because the key exists: the object there
+// is our own earlier attempt when it holds exactly these bytes (a retry of
+// the task: merges and copies are deterministic), and then the write
+// stands, and k notes when that attempt wrote it (kept); anything else is
+// ErrOutputTaken (rule 13: recognise our own write before concluding
+// another's).
+func (e *Executor) ours(ctx context.Context, key, sum string, err error, k *kept) error {
+	if !errors.Is(err, store.ErrPreconditionFailed) {
+		return err
+	}
+	a, ok := e.objects.(AbsentWriter)
+	if !ok || sum == "" {
+		return err
+	}
+	got, written, cerr := a.ChecksumAt(ctx, key)
+	if cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	if got != sum {
+		e.metrics.Add("RewriteOutputsTaken", 1)
+		return fmt.Errorf("%s holds %s, this attempt wrote %s: %w", key, got, sum, ErrOutputTaken)
+	}
+	e.metrics.Add("RewriteOutputsAlreadyWritten", 1)
+	k.saw(written)
+	return nil
+}
+
+// kept is the earliest LastModified of the outputs an attempt found
+// already written by an earlier attempt of its task and kept (ours): a
+// retry after a crash keeps the crashed attempt's outputs, whose write
+// time, not the retry's start, is what GC's never-committed reclaim counts
+// from (guard cutover_from_written).
+type kept struct {
+	mu       sync.Mutex
+	earliest time.Time
+}
+
+// saw notes an output kept that S3 dated at (nil k: nothing noted).
+func (k *kept) saw(at time.Time) {
+	if k == nil || at.IsZero() {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.earliest.IsZero() || at.Before(k.earliest) {
+		k.earliest = at
+	}
+}
+
+// workStart is the start an attempt that began at started reports: the
+// earlier of started and when the earliest output it kept was written
+// (guard cutover_from_written; rules 4, 13). The handoff counts the
+// cutover's not_after from it, so a cutover naming a kept output expires
+// before GC may reclaim that output as never-committed; the handoff also
+// dates the outputs itself (handoff.Handoff.WithWritten) and does not rely
+// on this report.
+func (e *Executor) workStart(started time.Time, k *kept) time.Time {
+	if g := e.cfg.Guards; !g.CutoverFromWritten || !g.CutoverDeadline {
+		return started // cutover_deadline's mutation switches this off with it
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.earliest.IsZero() && k.earliest.Before(started) {
+		return k.earliest
+	}
+	return started
 }
 
 // abort discards an output that was opened but not finished.
@@ -579,15 +868,15 @@ func orStale(stale *Result) Result {
 // went stale (c.Reason says why) or revalidation failed (err).
 func (e *Executor) report1(ctx context.Context, task contract.Task, planned contract.CollectionFacts, ls contract.Lease, started time.Time, reason string,
 	inputs, added []contract.ObjectEntry, bytesRead, bytesWritten int64) (contract.Completion, bool, error) {
-	_, stale, err := e.revalidate(ctx, task, &planned)
+	_, stale, err := e.revalidate(ctx, task, &planned, nil)
 	if err != nil || stale != "" {
 		return contract.Completion{Reason: stale}, false, err
 	}
 	cov := contract.Coverage{Removed: inputs, Added: added}
 	c := contract.Completion{
-		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
+		SchemaVersion: contract.SchemaVersion, TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection, Incarnation: task.Incarnation,
 		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
-		CCSFactsVersion: task.CCSFactsVersion, LeaseEpoch: ls.LeaseEpoch, Outcome: contract.OutcomeSucceeded,
+		CCSFactsVersion: task.CCSFactsVersion, SweepUnixMs: task.SweepUnixMs, LeaseEpoch: ls.LeaseEpoch, Outcome: contract.OutcomeSucceeded,
 		Reason: reason, StartedAtUnixMs: started.UnixMilli(), FinishedAtUnixMs: e.now().UnixMilli(),
 		BytesRead: bytesRead, BytesWritten: bytesWritten, Coverage: &cov,
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,17 +53,20 @@ func benchEntry(key string, b []byte, seg *segment.Reader) contract.ObjectEntry 
 	return seg.Footer().Entry(key, int64(len(b)), contract.Checksum(b), contract.TierHot, 0)
 }
 
-func benchTask() contract.Task {
-	return contract.NewTask(contract.KindCompaction, benchCollection, 9, "sha256:"+fmt.Sprintf("%064d", 9), 0, 0)
+func benchTask() contract.Task { return benchTaskAt(9) }
+
+// benchTaskAt is a compaction task of the bench collection based on
+// version v: its outputs' keys embed its id.
+func benchTaskAt(v uint64) contract.Task {
+	return contract.NewTask(contract.KindCompaction, benchCollection, v, "sha256:"+fmt.Sprintf("%064d", v), 0, 0)
 }
 
 // benchMerge runs the executor's merge path (segment iterators over the
 // objects' ReaderAt, outputs PUT under the task's keys, heartbeat per output).
-func benchMerge(b *testing.B, objects Objects, inputs []contract.ObjectEntry) segment.MergeStats {
+func benchMerge(b *testing.B, objects Objects, task contract.Task, inputs []contract.ObjectEntry) segment.MergeStats {
 	ctx := context.Background()
 	e := NewExecutor(objects, benchLeases{}, nil, nil, time.Now,
 		ExecConfig{Policy: Policy{TargetObjectBytes: 16 << 20}, LeaseDuration: time.Minute, Guards: guard.All()}, nil, nil)
-	task := benchTask()
 	ls, err := e.leases.Acquire(ctx, task, fmt.Sprintf("bench-%d", time.Now().UnixNano()), time.Now(), time.Minute)
 	if err != nil {
 		b.Fatal(err)
@@ -72,7 +76,7 @@ func benchMerge(b *testing.B, objects Objects, inputs []contract.ObjectEntry) se
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, stats, err := e.merge(ctx, task, keep, job)
+	_, stats, err := e.merge(ctx, task, keep, job, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,10 +102,24 @@ var benchTotals = []int64{4 << 20, 16 << 20, 64 << 20}
 
 const benchInputs = 4
 
+// benchLatencies are the fixed per-request delays the embedded S3 adds in
+// BenchmarkExecutorMergeS3: none, and about what real S3's first byte
+// takes.
+var benchLatencies = []time.Duration{0, 10 * time.Millisecond}
+
 // BenchmarkExecutorMergeS3 measures the executor's merge through the S3
-// Bucket adapter on the embedded stack (ranged GETs per block, PUT per
-// output) and reports its time as a ratio to a raw copy (GET + PUT of every
-// input through the same adapter) measured in the same run.
+// Bucket adapter on the embedded stack against a raw copy of the same
+// bytes, without and with a fixed delay per S3 request
+// (localaws.Options.S3Latency). Every iteration is one paired round: a
+// raw copy (one GET of each input, written back through the same
+// streaming upload path the merge's outputs take) and the merge, in
+// alternating order, so both see the same machine state. Reported:
+//
+//	merge-speed/rawcopy  median over rounds of raw copy time ÷ merge time
+//	                     (1: as fast as copying the bytes; higher is faster)
+//	merge-ms, rawcopy-ms medians of the two
+//	GETs/job, GETs/MiB   S3 GETs of one merge (per MiB of input)
+//	PUTs/job             S3 write requests of one merge (PUT, parts, completes)
 func BenchmarkExecutorMergeS3(b *testing.B) {
 	stack, err := localaws.Start(localaws.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -114,46 +132,111 @@ func BenchmarkExecutorMergeS3(b *testing.B) {
 		b.Fatal(err)
 	}
 	bucket := awsio.NewBucket(cl.S3, "bench")
-	for _, total := range benchTotals {
-		b.Run(fmt.Sprintf("in=%dMiB", total>>20), func(b *testing.B) {
-			var inputs []contract.ObjectEntry
-			var size int64
-			for i := range benchInputs {
-				body := benchInput(i, benchInputs, total/benchInputs)
-				key := contract.AppendSegmentKey(benchCollection, 1, uint64(total>>20), i)
-				if _, err := bucket.Put(ctx, key, body); err != nil {
-					b.Fatal(err)
+	version := uint64(9)
+	for _, lat := range benchLatencies {
+		for _, total := range benchTotals[1:] {
+			b.Run(fmt.Sprintf("lat=%dms/in=%dMiB", lat.Milliseconds(), total>>20), func(b *testing.B) {
+				stack.SetS3Latency(0)
+				inputs, size := benchPut(b, bucket, total)
+				stack.SetS3Latency(lat)
+				defer stack.SetS3Latency(0)
+				var ratios, merges, raws []float64
+				var gets, puts int
+				var stats segment.MergeStats
+				b.SetBytes(size)
+				b.ResetTimer()
+				for round := 0; b.Loop(); round++ {
+					copyRound := func() {
+						t := time.Now()
+						rawCopy(b, bucket, inputs)
+						raws = append(raws, float64(time.Since(t)))
+					}
+					if round%2 == 1 {
+						copyRound()
+					}
+					before := stack.Counter().Snapshot()
+					t := time.Now()
+					// A task of its own per round: outputs are created
+					// with If-None-Match, under keys that embed the task
+					// id, so a round reusing a task would find the
+					// previous round's (or size's) output there.
+					version++
+					stats = benchMerge(b, bucket, benchTaskAt(version), inputs)
+					merges = append(merges, float64(time.Since(t)))
+					calls := stack.Counter().Since(before)
+					gets, puts = calls["s3:GetObject"], calls["s3:PutObject"]+calls["s3:UploadPart"]+calls["s3:CreateMultipartUpload"]+calls["s3:CompleteMultipartUpload"]
+					if round%2 == 0 {
+						copyRound()
+					}
+					ratios = append(ratios, raws[len(raws)-1]/merges[len(merges)-1])
 				}
-				r, err := segment.Open(bytes.NewReader(body), int64(len(body)))
-				if err != nil {
-					b.Fatal(err)
-				}
-				inputs = append(inputs, benchEntry(key, body, r))
-				size += int64(len(body))
-			}
-			rawStart := time.Now()
-			for _, in := range inputs {
-				body, err := bucket.Get(ctx, in.Key)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := bucket.Put(ctx, "copy/"+in.Key, body); err != nil {
-					b.Fatal(err)
-				}
-			}
-			raw := time.Since(rawStart)
-			b.SetBytes(size)
-			b.ResetTimer()
-			var stats segment.MergeStats
-			for b.Loop() {
-				stats = benchMerge(b, bucket, inputs)
-			}
-			b.StopTimer()
-			perOp := b.Elapsed() / time.Duration(b.N)
-			b.ReportMetric(float64(perOp)/float64(raw), "merge/rawcopy")
-			b.ReportMetric(float64(stats.BytesWritten)/float64(size), "out/in")
-		})
+				b.StopTimer()
+				b.ReportMetric(median(ratios), "merge-speed/rawcopy")
+				b.ReportMetric(median(merges)/1e6, "merge-ms")
+				b.ReportMetric(median(raws)/1e6, "rawcopy-ms")
+				b.ReportMetric(float64(gets), "GETs/job")
+				b.ReportMetric(float64(gets)/(float64(size)/(1<<20)), "GETs/MiB")
+				b.ReportMetric(float64(puts), "PUTs/job")
+				b.ReportMetric(float64(stats.BytesWritten)/float64(size), "out/in")
+			})
+		}
 	}
+}
+
+// benchPut stores the benchmark's inputs of total bytes and returns their
+// manifest entries.
+func benchPut(b *testing.B, bucket *awsio.Bucket, total int64) ([]contract.ObjectEntry, int64) {
+	ctx := context.Background()
+	var inputs []contract.ObjectEntry
+	var size int64
+	for i := range benchInputs {
+		body := benchInput(i, benchInputs, total/benchInputs)
+		key := contract.AppendSegmentKey(benchCollection, 1, uint64(total>>20), i)
+		if _, err := bucket.Put(ctx, key, body); err != nil {
+			b.Fatal(err)
+		}
+		r, err := segment.Open(bytes.NewReader(body), int64(len(body)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		inputs = append(inputs, benchEntry(key, body, r))
+		size += int64(len(body))
+	}
+	return inputs, size
+}
+
+// rawCopy is the baseline: one GET of each input, written back through
+// the bucket's streaming upload (the path merge outputs take).
+func rawCopy(b *testing.B, bucket *awsio.Bucket, inputs []contract.ObjectEntry) {
+	ctx := context.Background()
+	for _, in := range inputs {
+		body, err := bucket.Get(ctx, in.Key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		up, err := bucket.Create(ctx, "copy/"+in.Key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := up.Write(body); err != nil {
+			b.Fatal(err)
+		}
+		if err := up.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }
 
 // fileObjects serves objects from files, so the heap measured is the
@@ -222,9 +305,10 @@ func (e errReaderAt) ReadAt([]byte, int64) (int, error) { return 0, e.err }
 
 // BenchmarkExecutorMergeHeap reports the merge path's peak heap above the
 // starting heap for inputs of growing size (inputs on disk), with outputs
-// streamed (as to S3, through multipart uploads): inputs hold one block
-// each and outputs a write buffer, so the peak must not grow with the input
-// or output size. BenchmarkExecutorMergeHeapBaselineBuffered is the same
+// streamed (as to S3, through multipart uploads): inputs hold at most two
+// read ranges each (compaction.read_range_bytes) and outputs a write
+// buffer, so past two ranges per input the peak must not grow with the
+// input or output size. BenchmarkExecutorMergeHeapBaselineBuffered is the same
 // merge into a store that cannot stream, where each output is buffered whole
 // (bounded by the 16 MiB target object size).
 func BenchmarkExecutorMergeHeap(b *testing.B) { mergeHeap(b, true) }
@@ -232,8 +316,13 @@ func BenchmarkExecutorMergeHeap(b *testing.B) { mergeHeap(b, true) }
 // BenchmarkExecutorMergeHeapBaselineBuffered: see BenchmarkExecutorMergeHeap.
 func BenchmarkExecutorMergeHeapBaselineBuffered(b *testing.B) { mergeHeap(b, false) }
 
+// heapTotals are the input sizes of the heap benchmarks: up to 64 MiB
+// (16 MiB inputs) an input holds less than two read ranges, from there on
+// it holds two whatever its size, so 64 and 256 MiB must peak alike.
+var heapTotals = []int64{4 << 20, 16 << 20, 64 << 20, 256 << 20}
+
 func mergeHeap(b *testing.B, streamed bool) {
-	for _, total := range benchTotals {
+	for _, total := range heapTotals {
 		b.Run(fmt.Sprintf("in=%dMiB", total>>20), func(b *testing.B) {
 			files := fileObjects{dir: b.TempDir()}
 			var objs Objects = files
@@ -256,10 +345,12 @@ func mergeHeap(b *testing.B, streamed bool) {
 			probe := memprobe.Start()
 			b.ResetTimer()
 			for b.Loop() {
-				benchMerge(b, objs, inputs)
+				benchMerge(b, objs, benchTask(), inputs)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(probe.Stop().PeakHeapAlloc)/(1<<20), "peak-heap-MiB")
+			res := probe.Stop()
+			b.ReportMetric(float64(res.PeakHeapAlloc)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(res.PeakLive)/(1<<20), "peak-live-MiB")
 		})
 	}
 }

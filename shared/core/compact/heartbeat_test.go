@@ -68,6 +68,10 @@ func (c *stepClock) Advance(d time.Duration) time.Time {
 	return c.t
 }
 
+// smallReads makes the fixture's 2 MiB inputs take many reads (64 KiB
+// ranges), so that a merge reads for many heartbeat intervals.
+var smallReads = segment.ReadOptions{RangeBytes: 64 << 10}
+
 func heartbeatFixture(t *testing.T) (*awsio.Bucket, *awsio.LeaseTable, []contract.ObjectEntry) {
 	t.Helper()
 	stack, err := localaws.Start(localaws.Options{Addr: "127.0.0.1:0"})
@@ -118,7 +122,8 @@ func TestLongMergeHeartbeatsWhileReading(t *testing.T) {
 			objs := &slowObjects{Bucket: bucket, clock: clock, step: 5 * time.Second, store: table, taskID: task.TaskID}
 			leases := lease.New(table, guard.All())
 			e := NewExecutor(objs, leases, nil, nil, clock.Now,
-				ExecConfig{Policy: Policy{TargetObjectBytes: 1 << 30}, LeaseDuration: time.Minute, Heartbeat: 20 * time.Second, Guards: guard.All()}, nil, nil)
+				ExecConfig{Policy: Policy{TargetObjectBytes: 1 << 30}, LeaseDuration: time.Minute, Heartbeat: 20 * time.Second, Guards: guard.All(),
+					Read: smallReads}, nil, nil)
 			ls, err := leases.Acquire(ctx, task, "A", clock.Now(), time.Minute)
 			if err != nil {
 				t.Fatal(err)
@@ -131,7 +136,7 @@ func TestLongMergeHeartbeatsWhileReading(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			added, _, err := e.merge(ctx, task, keep, Job{Tier: contract.TierHot, Inputs: inputs, OutputLevel: 1})
+			added, _, err := e.merge(ctx, task, keep, Job{Tier: contract.TierHot, Inputs: inputs, OutputLevel: 1}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +161,8 @@ func TestLeaseLostMidMergeStopsTheMerge(t *testing.T) {
 	objs := &slowObjects{Bucket: bucket, clock: clock, step: 5 * time.Second, store: table, taskID: task.TaskID}
 	leases := lease.New(table, guard.All())
 	e := NewExecutor(objs, leases, nil, nil, clock.Now,
-		ExecConfig{Policy: Policy{TargetObjectBytes: 1 << 30}, LeaseDuration: time.Minute, Heartbeat: 20 * time.Second, Guards: guard.All()}, nil, nil)
+		ExecConfig{Policy: Policy{TargetObjectBytes: 1 << 30}, LeaseDuration: time.Minute, Heartbeat: 20 * time.Second, Guards: guard.All(),
+			Read: smallReads}, nil, nil)
 	ls, err := leases.Acquire(ctx, task, "A", clock.Now(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +176,7 @@ func TestLeaseLostMidMergeStopsTheMerge(t *testing.T) {
 	if _, err := leases.Acquire(ctx, task, "B", clock.Now(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	added, _, err := e.merge(ctx, task, keep, Job{Tier: contract.TierHot, Inputs: inputs, OutputLevel: 1})
+	added, _, err := e.merge(ctx, task, keep, Job{Tier: contract.TierHot, Inputs: inputs, OutputLevel: 1}, nil)
 	var lost *lease.LostError
 	if !errors.Is(err, lease.ErrLost) || !errors.As(err, &lost) || lost.Holder != "A" || len(added) != 0 {
 		t.Fatalf("merge after losing the lease: %v (%d outputs), want a LostError of A and no output", err, len(added))

@@ -12,13 +12,11 @@ import (
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/lease"
+	"github.com/searchfabric/bcc/shared/core/segment"
 )
 
 // ReasonLifecycleTransition is the reason of a lifecycle transition job.
 const ReasonLifecycleTransition = "lifecycle_transition"
-
-// copyBlock is the buffer one object copy streams through.
-const copyBlock = 1 << 20
 
 var errJobFull = errors.New("job full")
 
@@ -38,8 +36,8 @@ var errJobFull = errors.New("job full")
 // The tier is the manifest's data tier; the copy is written with the
 // bucket's default storage class (mapping tiers to S3 storage classes is
 // the deployment's concern, not modelled here).
-func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time) (Result, error) {
-	facts, reason, err := e.revalidate(ctx, task, nil)
+func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *lease.Keeper, started time.Time, seen *contract.Head) (Result, error) {
+	facts, reason, err := e.revalidate(ctx, task, nil, seen)
 	if err != nil || reason != "" {
 		return Result{Outcome: OutcomeStale, Reason: reason}, err
 	}
@@ -47,6 +45,13 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *
 		return Result{Outcome: OutcomeNothing, Reason: "no CCS facts: the lifecycle policy is unknown"}, nil
 	}
 	tier := facts.Lifecycle.TransitionToTier
+	// The sweep time is the sender's word (rule 16): a task dated after
+	// this executor's clock plus the skew allowance is refused, so no
+	// message moves objects before they are due.
+	if limit := started.Add(e.cfg.ClockSkew).UnixMilli(); e.cfg.Guards.SweepClock && task.SweepUnixMs > limit {
+		return Result{Outcome: OutcomeStale, Reason: fmt.Sprintf("sweep time %d is after the executor's clock %d plus the skew allowance %s",
+			task.SweepUnixMs, started.UnixMilli(), e.cfg.ClockSkew)}, nil
+	}
 	cutoff, ok := facts.Lifecycle.TransitionCutoff(task.SweepUnixMs)
 	if !ok || task.SweepUnixMs <= 0 {
 		return Result{Outcome: OutcomeNothing, Reason: "the lifecycle policy has no tier transition"}, nil
@@ -78,10 +83,11 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *
 	res := Result{Job: &job}
 	e.metrics.Add("LifecycleTransitions", 1)
 	added := make([]contract.ObjectEntry, 0, len(job.Inputs))
+	var k kept
 	for n, in := range job.Inputs {
 		out := in
 		out.Key, out.Tier = contract.RewriteOutputKey(task.Collection, in.Level, task.TaskID, n), tier
-		if err := e.copyObject(ctx, keep, in, out.Key); err != nil {
+		if err := e.copyObject(ctx, keep, in, out.Key, &k); err != nil {
 			if kerr := keep.Err(); kerr != nil {
 				return res, kerr
 			}
@@ -90,11 +96,11 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *
 		res.BytesRead = saturatingAdd(res.BytesRead, in.Size)
 		res.BytesWritten = saturatingAdd(res.BytesWritten, in.Size)
 		added = append(added, out)
-		if err := keep.Force(ctx); err != nil {
+		if err := keep.Beat(ctx); err != nil {
 			return res, err
 		}
 	}
-	c, reported, err := e.report1(ctx, task, facts, keep.Lease(), started, ReasonLifecycleTransition+" to "+tier, job.Inputs, added, res.BytesRead, res.BytesWritten)
+	c, reported, err := e.report1(ctx, task, facts, keep.Lease(), e.workStart(started, &k), ReasonLifecycleTransition+" to "+tier, job.Inputs, added, res.BytesRead, res.BytesWritten)
 	if !reported {
 		res.Outcome, res.Reason = OutcomeStale, "before reporting: "+c.Reason
 		return res, err
@@ -110,10 +116,19 @@ func (e *Executor) runTransition(ctx context.Context, task contract.Task, keep *
 	return res, nil
 }
 
+// readRange is the size of one input read.
+func (e *Executor) readRange() int64 {
+	if r := e.cfg.Read.RangeBytes; r > 0 {
+		return r
+	}
+	return segment.DefaultRangeBytes
+}
+
 // copyObject streams in's bytes to key (multipart when the store streams,
 // else one buffered Put) and verifies that they hash to in's checksum
-// before the copy becomes visible (a mismatching stream is aborted).
-func (e *Executor) copyObject(ctx context.Context, keep *lease.Keeper, in contract.ObjectEntry, key string) error {
+// before the copy becomes visible (a mismatching stream is aborted). An
+// earlier attempt's identical copy kept in its place is noted in k.
+func (e *Executor) copyObject(ctx context.Context, keep *lease.Keeper, in contract.ObjectEntry, key string, k *kept) error {
 	// A long copy heartbeats while it reads, as a long merge does.
 	src := io.NewSectionReader(beating{ctx: ctx, r: e.objects.ReaderAt(ctx, in.Key, in.Size), keep: keep}, 0, in.Size)
 	sum := sha256.New()
@@ -123,12 +138,14 @@ func (e *Executor) copyObject(ctx context.Context, keep *lease.Keeper, in contra
 		}
 		return nil
 	}
-	if st, ok := e.objects.(Streamer); ok {
-		up, err := st.Create(ctx, key)
+	if _, ok := e.objects.(Streamer); ok {
+		up, err := e.create(ctx, key)
 		if err != nil {
 			return fmt.Errorf("write %s: %w", key, err)
 		}
-		if _, err := io.CopyBuffer(io.MultiWriter(up, sum), src, make([]byte, min(copyBlock, max(in.Size, 1)))); err != nil {
+		// One read per range (read_range_bytes); the upload sends its
+		// parts in the background meanwhile.
+		if _, err := io.CopyBuffer(io.MultiWriter(up, sum), src, make([]byte, min(e.readRange(), max(in.Size, 1)))); err != nil {
 			_ = up.Abort()
 			return fmt.Errorf("copy %s to %s: %w", in.Key, key, err)
 		}
@@ -136,7 +153,10 @@ func (e *Executor) copyObject(ctx context.Context, keep *lease.Keeper, in contra
 			_ = up.Abort()
 			return err
 		}
-		if err := up.Close(); err != nil {
+		if c, ok := up.(checksummed); ok {
+			c.ExpectChecksum(in.Checksum)
+		}
+		if err := e.ours(ctx, key, in.Checksum, up.Close(), k); err != nil {
 			return fmt.Errorf("write %s: %w", key, err)
 		}
 		return nil
@@ -149,7 +169,7 @@ func (e *Executor) copyObject(ctx context.Context, keep *lease.Keeper, in contra
 	if err := verify(sum); err != nil {
 		return err
 	}
-	if _, err := e.objects.Put(ctx, key, body); err != nil {
+	if err := e.put(ctx, key, body, in.Checksum, k); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	return nil

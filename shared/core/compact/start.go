@@ -113,6 +113,7 @@ func (e *Executor) StartDelay(ctx context.Context, task contract.Task) time.Dura
 	if err != nil || head.Inc() != task.Inc() {
 		return 0
 	}
+	e.seen.put(task.TaskID, head)
 	now := e.now()
 	waited := r.waited(task, now)
 	start, _, d := r.decide(waited, now, head, false, 0)
@@ -127,20 +128,31 @@ func (e *Executor) StartDelay(ctx context.Context, task contract.Task) time.Dura
 
 // awaitStill waits, before a coalesced rewrite task is taken, until
 // StartRule says it may start (counting the time since the task was
-// enqueued). It returns only ctx's error; a head it cannot read ends the
-// wait (the run's own checks decide about the task).
-func (e *Executor) awaitStill(ctx context.Context, task contract.Task) error {
+// enqueued), and returns the head it last read (ok false: none). It
+// returns only ctx's error; a head it cannot read ends the wait (the
+// run's own checks decide about the task). Its first look is the head
+// StartDelay read for this task just before, when it did.
+func (e *Executor) awaitStill(ctx context.Context, task contract.Task) (contract.Head, bool, error) {
 	r := e.cfg.Start
 	if r.Quiet <= 0 {
-		return nil
+		return contract.Head{}, false, nil
 	}
 	began := e.now()
 	before := r.waited(task, began)
 	aligning, prev, slept := false, uint64(0), time.Duration(0)
 	for polls := 0; ; polls++ {
-		head, err := e.lin.Head(ctx, task.Collection)
-		if err != nil || head.Inc() != task.Inc() {
-			return nil
+		head, ok := contract.Head{}, false
+		if polls == 0 {
+			head, ok = e.seen.take(task.TaskID)
+		}
+		if !ok {
+			var err error
+			if head, err = e.lin.Head(ctx, task.Collection); err != nil {
+				return contract.Head{}, false, nil
+			}
+		}
+		if head.Inc() != task.Inc() {
+			return contract.Head{}, false, nil
 		}
 		now := e.now()
 		waited := before + max(now.Sub(began), slept)
@@ -156,7 +168,7 @@ func (e *Executor) awaitStill(ctx context.Context, task contract.Task) error {
 			if polls > 0 {
 				e.metrics.Duration("RewriteStartWaitMs", waited-before)
 			}
-			return nil
+			return head, true, nil
 		}
 		if polls == 0 {
 			e.metrics.AddDim("RewriteStartDeferred", "Kind", string(task.Kind), 1)
@@ -164,7 +176,7 @@ func (e *Executor) awaitStill(ctx context.Context, task contract.Task) error {
 		}
 		aligning, prev = waited >= r.MaxWait, head.Version
 		if err := e.sleep(ctx, d); err != nil {
-			return err
+			return contract.Head{}, false, err
 		}
 		slept += d
 	}

@@ -21,9 +21,12 @@ func (pl planner) candidates(ctx context.Context, v *view, fr *frame, p *Plan) e
 			if p.Truncated {
 				return nil
 			}
-			cd := Candidate{Entry: o, EvictVersion: roots[i].Version, EvictTsUnixMs: roots[i].CommitTsUnixMs}
+			cd := Candidate{Entry: o, EvictVersion: roots[i].Version, EvictTsUnixMs: v.commitAt(i)}
 			return pl.consider(ctx, v, fr, p, cd, i)
 		})
+		if trimming(err, fr, i) {
+			continue // the trim deletes this root: its change parts went after every object they name
+		}
 		if err != nil {
 			return err
 		}
@@ -42,6 +45,15 @@ func (pl planner) candidates(ctx context.Context, v *view, fr *frame, p *Plan) e
 	})
 }
 
+// trimming reports whether err is a change part of walked root i found
+// gone while the root is one the trim deletes (no token can open it, not
+// the head): the trim deletes a root's parts only after every object its
+// change names (and its child's) is confirmed gone, then the root, so a
+// crash in between leaves exactly this; anything else fails closed.
+func trimming(err error, fr *frame, i int) bool {
+	return err != nil && errors.Is(err, store.ErrNotFound) && i > 0 && !fr.retained[i]
+}
+
 // consider looks one candidate up and records its verdict. evicted is the
 // index of the root that removed it (-1: the tombstone, newer than all).
 func (pl planner) consider(ctx context.Context, v *view, fr *frame, p *Plan, cd Candidate, evicted int) error {
@@ -50,6 +62,9 @@ func (pl planner) consider(ctx context.Context, v *view, fr *frame, p *Plan, cd 
 		return err
 	}
 	vd := decide(cd, r, fr, pl.cfg)
+	if !r.newer && fr.retentionMs > 0 {
+		p.lifecycleDue = max(p.lifecycleDue, satAddMs(cd.Entry.MaxTsUnixMs, satAddMs(fr.retentionMs, pl.cfg.ClockSkew.Milliseconds())))
+	}
 	switch {
 	case vd.skip:
 	case vd.reason != "":
@@ -91,14 +106,15 @@ func (pl planner) bound(ctx context.Context, v *view, p *Plan) {
 // (already gone: counted in AlreadyGone, and as confirmed for the trim, as
 // scanData does). A listing only ever removes a delete, never adds one.
 func (pl planner) dropGone(ctx context.Context, v *view, p *Plan) error {
-	if pl.ports.Lister == nil {
+	lister := pl.lister(v)
+	if lister == nil {
 		return nil
 	}
 	exists := make(map[string]bool, len(p.Delete))
 	for _, cd := range p.Delete {
 		exists[cd.Entry.Key] = false
 	}
-	err := pl.ports.Lister.List(ctx, contract.DataPrefix(v.c), func(page []Listed) error {
+	err := lister.List(ctx, contract.DataPrefix(v.c), func(page []Listed) error {
 		for _, l := range page {
 			if _, ok := exists[l.Key]; ok {
 				exists[l.Key] = true

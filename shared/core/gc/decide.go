@@ -1,9 +1,7 @@
 package gc
 
 import (
-	"math"
 	"slices"
-	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
 )
@@ -25,64 +23,21 @@ type verdict struct {
 	due    int64
 }
 
-// decide applies the delete predicate to one candidate (doc.go):
-// (a) referenced by no manifest a token may still open, (b) evicted before
-// global_safe_ts - retention_window, (c) past lifecycle retention by its
-// maximum timestamp.
+// decide puts one candidate to the gate (judge): (a) referenced by no
+// manifest a token may still open, (b) evicted before global_safe_ts -
+// retention_window, (c) past lifecycle retention by its maximum
+// timestamp. A candidate a newer walked root holds is not the lineage's
+// debt (a later event decides).
 func decide(cd Candidate, r refs, fr *frame, cfg Config) verdict {
-	switch {
-	case r.newer:
+	if r.newer {
 		return verdict{skip: true}
-	case !fr.gates:
-		return verdict{}
-	case r.pinnedDue >= 0:
-		return verdict{reason: ReasonPinned, due: r.pinnedDue}
 	}
-	reason, due := judgeTime(cfg, fr.blocked != "", cd, fr.safe, fr.retentionMs, fr.now)
-	return verdict{reason: reason, due: due}
-}
-
-// judgeTime applies gates (b) and (c); reason "" = eligible.
-func judgeTime(cfg Config, blocked bool, cd Candidate, safe, retentionMs, now int64) (string, int64) {
-	if blocked {
-		return ReasonWatermark, now + cfg.RetryAfter.Milliseconds()
+	s := cd.subject()
+	s.pinnedDue = r.pinnedDue
+	if h, ok := judge(cfg, fr.moment, s); !ok {
+		return verdict{reason: h.Reason, due: h.DueUnixMs}
 	}
-	// (b) evict_commit_ts < global_safe_ts - retention_window.
-	if limit := safe - cfg.RetentionWindow.Milliseconds(); cd.EvictTsUnixMs >= limit {
-		due := int64(math.MaxInt64)
-		if cd.EvictTsUnixMs != math.MaxInt64 {
-			due = satAddMs(now, satAddMs(cd.EvictTsUnixMs-limit, 1))
-		}
-		return ReasonRetentionWindow, due
-	}
-	// (c) lifecycle retention, by the object's maximum timestamp. Written
-	// without now - max_ts, which wraps for a far-past max_ts (deferring
-	// forever), and with the due time saturating for a far-future one.
-	if retentionMs > 0 && cd.Entry.MaxTsUnixMs > now-retentionMs {
-		return ReasonLifecycle, satAddMs(cd.Entry.MaxTsUnixMs, retentionMs)
-	}
-	return "", 0
-}
-
-// satAddMs is a + b (milliseconds, b >= 0) clamped at math.MaxInt64:
-// timestamps come from manifests.
-func satAddMs(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-// pinnedUntil is when a root superseded at sup stops being openable.
-func pinnedUntil(sup int64, cfg Config) int64 {
-	return satAdd(sup, cfg.TokenLifetime+cfg.ClockSkew)
-}
-
-func satAdd(a int64, d time.Duration) int64 {
-	if a > math.MaxInt64-d.Milliseconds() {
-		return math.MaxInt64
-	}
-	return a + d.Milliseconds()
+	return verdict{}
 }
 
 // proposal is what GC makes of one key a listing proposed under data/.
@@ -95,34 +50,22 @@ const (
 	proposalOrphan                    // the coordinator's never-committed output past the grace (rule 4)
 )
 
-// propose classifies a listed key. owned: its key is the coordinator's own
-// output pattern (contract.OwnedOutputTask); known: a walked root
-// references it or names it in its change.
-func propose(owned, known bool, ageMs, graceMs int64, gates bool) proposal {
-	switch {
-	case known:
+// propose classifies a listed key by the gate: known (a walked root
+// references it or names it in its change) is the lineage's to decide;
+// otherwise the gate judges it as a never-committed output (rules 4, 11).
+func propose(cfg Config, m moment, key string, known bool, writtenAt int64) proposal {
+	if known {
 		return proposalCommitted
-	case !owned:
-		return proposalForeign
-	case gates && ageMs < graceMs:
+	}
+	_, owned := contract.OwnedOutputTask(m.collection, key)
+	h, ok := judge(cfg, m, subject{kind: kindOutput, key: key, owned: owned, writtenAt: writtenAt})
+	switch {
+	case ok:
+		return proposalOrphan
+	case h.Reason == ReasonYoung:
 		return proposalYoung
 	}
-	return proposalOrphan
-}
-
-// orphanGrace is how old a never-committed output must be before it is
-// reclaimed: no task that may still report it is alive (rule 4), and no
-// publisher may still apply a cutover naming it. A task writes its outputs
-// after it starts, so the largest not_after of a cutover that names an
-// output is its write time + CutoverDeadline (+ one skew: the task's clock
-// against S3's); the publisher stops at not_after on its own clock (+ one
-// skew against this worker's).
-func orphanGrace(cfg Config) time.Duration {
-	g := cfg.MaxTaskLifetime + cfg.ClockSkew
-	if cfg.Guards.CutoverDeadline {
-		g = max(g, cfg.CutoverDeadline+2*cfg.ClockSkew)
-	}
-	return g
+	return proposalForeign
 }
 
 // planTrim plans root deletions oldest first (doc.go): a root may go only
@@ -132,7 +75,8 @@ func orphanGrace(cfg Config) time.Duration {
 //
 // Parts a protected root above the head references (protect) are never
 // deleted: after a regression the new lineage can write a part under the
-// very key an abandoned version wrote.
+// very key an abandoned version wrote. A root with such a part is not
+// trimmed while the protection lasts (its part would be left behind).
 func planTrim(roots []contract.Manifest, retained []bool, held map[uint64]bool, deletes []Candidate, protect []contract.Manifest) []TrimStep {
 	n := len(roots)
 	refs := map[string]int{} // part key -> newer (or protected) roots referencing it
@@ -141,9 +85,11 @@ func planTrim(roots []contract.Manifest, retained []bool, held map[uint64]bool, 
 			refs[pr.Key]++
 		}
 	}
+	protected := map[string]bool{}
 	for i := range protect {
 		for _, pr := range protect[i].Parts {
 			refs[pr.Key]++
+			protected[pr.Key] = true
 		}
 	}
 	needs := map[uint64]int{}
@@ -153,7 +99,11 @@ func planTrim(roots []contract.Manifest, retained []bool, held map[uint64]bool, 
 	steps := []TrimStep{}
 	for i := n - 1; i >= 1; i-- {
 		v, child := roots[i].Version, roots[i-1].Version
-		if retained[i] || held[v] || held[child] {
+		if retained[i] || held[v] || held[child] || slices.ContainsFunc(roots[i].Parts, func(pr contract.PartRef) bool { return protected[pr.Key] }) {
+			// A part a protected root (above the head, or abandoned and
+			// passed by the new lineage) references would outlive this
+			// root: no later trim step would ever delete it. The root
+			// waits until that protection ends.
 			break
 		}
 		st := TrimStep{Version: v, RootKey: roots[i-1].ParentKey, Parts: []string{}, NeedsVersions: []uint64{v, child}, Needs: needs[v] + needs[child]}

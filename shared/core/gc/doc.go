@@ -64,20 +64,36 @@
 // holds a consumer while other collections wait, and never waits for the
 // next reconciliation when nobody else does).
 //
-// # Every delete call rests on a fresh proof (guard.FreshProof, rule 14)
+// # One gate (gate.go, rule 15)
 //
-// Apply re-reads the watermark and facts and re-judges (b) and (c). Then,
-// before every delete call — the first attempt and every retry after a
-// transient failure — it re-proves eligibility (deleteProven): the head is
-// re-read, every root committed since the plan is retained and every key
-// of the call looked up in it, the gates are re-read when their reading is
-// older than ProofMaxAge; a head that does not descend from the planned one
-// (a rollback, or the collection dropped and re-created under the same
-// name) refuses the rest of the sweep. A proof that took longer than
-// ProofMaxAge is taken again: no key is deleted on the strength of a check
-// older than that bound.
+// judge is the one function that decides whether a key may go, for every
+// path that deletes: it evaluates the whole of rule 3 for a committed
+// object and rules 4, 11 and 12 for every other key (subject: what the key
+// is and what the reads established about it; moment: the clock, the
+// watermark and the CCS facts of one lifetime) and answers with one
+// explanation, Hold. The planner's decide, the execution-time re-checks,
+// the never-committed proposals and every phase of the tombstone cleanup
+// put their keys to it; nothing else decides that a key may go.
 //
-// # Tombstones (tombstone.go)
+// # Every delete batch rests on a fresh proof, taken after every wait
+// (guard.FreshProof, rule 14)
+//
+// The delete port (Deleter) accepts only a ProvenBatch, which only the
+// gate's sender (deleteProven, gate_send.go) makes: every attempt of a
+// batch — the first and every retry after a transient failure — waits
+// first (its backoff, then its delete budget: the pacer's buckets, the
+// fleet's, the S3 prefix's, one take for the batch), then is proven (the
+// head re-read: every root committed since the plan is retained and every
+// key of the batch looked up in it; the watermark and facts re-read; each
+// key put to the gate again), then sent. A reading serves a new proof only
+// if it was taken after the last wait and is younger than half of
+// ProofMaxAge; the adapter refuses a batch whose proof is older than
+// ProofMaxAge when it sends it, and on every attempt of its SDK's own
+// retries (ErrStaleProof: proven again). A head that does not descend from
+// the planned one (a rollback, or the collection dropped and re-created
+// under the same name) refuses the rest of the sweep.
+//
+// # Tombstones (tombstone.go and tomb_*.go)
 //
 // A dropped incarnation is not swept like a live lineage: it is cleaned by
 // RunTombstone, in bounded runs (delete calls and time) that resume from a
@@ -87,8 +103,14 @@
 // never-committed outputs of the incarnation, every root, part and change
 // part (oldest root first, so a crash leaves a contiguous chain from the
 // head), the control artifacts CCS names, and last the head pointer —
-// once the drop (CCS tombstoned_at, else the reservation horizon) is a
-// token lifetime old and behind the watermark by the retention window.
+// once the drop is a token lifetime old and behind the watermark by the
+// retention window, each key asked of the gate (an object also by its
+// lifecycle retention: the cleanup stops at the first object held, and
+// waits for it; "lifecycle retention passed" is a release dependency). The
+// drop counts from the later of CCS's tombstoned_at (else the reservation
+// horizon), the head's commit and the coordinator's first sighting of the
+// tombstone (Sightings, rule 16: a time another owner asserts never opens a
+// gate on its own).
 // The head is not the coordinator's to delete: only the Manifest Publisher
 // moves a head, so the cleanup asks it to retire the head (HeadRetirer,
 // POST /retire), naming exactly the head it re-read, and only while that
@@ -121,9 +143,12 @@
 //
 // # Deletes
 //
-// Keys go in DeleteObjects calls of up to BatchSize (<= awslimit.S3DeleteObjectsMaxKeys) keys, paced by
-// a token bucket per collection and one global bucket (Pacer; clock and
-// sleeper injected). A key already gone counts as deleted. Keys a call did
+// Keys go in DeleteObjects calls of up to BatchSize (<= awslimit.S3DeleteObjectsMaxKeys) keys, the
+// objects and never-committed outputs of a sweep together, then the parts
+// of every root the trim may delete together, then the roots one per call,
+// oldest first, paced by a token bucket per collection and one global
+// bucket (Pacer; clock and sleeper injected), the fleet's and the S3
+// prefix's. A key already gone counts as deleted. Keys a call did
 // not confirm are retried with exponential backoff up to MaxAttempts; what
 // remains is reported (Report.Unconfirmed) and the task fails so its message
 // is retried.
@@ -137,7 +162,12 @@
 // longer listed) or was re-added by a newer version (whose own events then
 // index it). change(V+1).Removed is
 // what only V still references; change(V).Removed is the debt only V's root
-// indexes. The order of one step is:
+// indexes. The gate decides it (judgeManifest): every part and root of a
+// trim step is put to it with the candidates of that step and of every
+// older one not yet confirmed gone (subject.needs, from proveManifests),
+// and it holds the key while there are any. A tombstone's manifests phase
+// starts only after its objects phase confirmed every object, so its
+// subjects need nothing. The order of one step is:
 //
 //  1. the objects (above), confirmed;
 //  2. V's parts that no newer walked root references (content-addressed
@@ -154,6 +184,14 @@
 // before their objects would leak the objects (the walk stops at the gap).
 // Deleting oldest first keeps the lineage a contiguous chain from the head,
 // so a missing parent always means "everything older is gone".
+//
+// Steps share delete batches: the parts of every step whose objects are
+// confirmed gone go first, together (a part shared with a newer root is
+// never among them), then the roots, one per call, oldest first, so a root
+// is never gone while an older one remains. A crash between the two leaves
+// roots no token can open whose parts are gone: the next walk reaches
+// them, finds their parts gone (tolerated for a root being trimmed) and
+// deletes them again.
 //
 // # Never-committed outputs: only the coordinator's own (rules 4 and 11)
 //

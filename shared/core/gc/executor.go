@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -32,7 +33,8 @@ type Report struct {
 	DeleteCalls      int               `json:"delete_calls"`
 	KeysSent         int               `json:"keys_sent"`
 	Retries          int               `json:"retries"`
-	Proofs           int               `json:"proofs"` // eligibility proofs taken before delete calls
+	Proofs           int               `json:"proofs"`                 // eligibility proofs taken before delete calls
+	StaleProofs      int               `json:"stale_proofs,omitempty"` // batches the delete port refused: their proof went stale before the call (proven again)
 	Unconfirmed      map[string]string `json:"unconfirmed,omitempty"`
 	DeferredByReason map[string]int    `json:"deferred_by_reason"`
 	TrimStoppedAt    uint64            `json:"trim_stopped_at,omitempty"` // version whose objects are not all confirmed gone
@@ -71,6 +73,7 @@ type Executor struct {
 	sleep            Sleeper
 	metrics          *metrics.Recorder
 	log              *slog.Logger
+	waits            atomic.Uint64 // waits made (stamp): a reading taken before one serves no proof
 }
 
 // New wires an executor. pacer may be nil (unpaced); sleep is used for
@@ -99,7 +102,13 @@ func (e *Executor) SetBeforeHeadRetire(fn func()) { e.beforeHeadRetire = fn }
 // plan reads the lineage afresh (its own reader: every part it relies on,
 // or finds unverified, is read and verified in this sweep).
 func (e *Executor) Plan(ctx context.Context, collection string) (Plan, error) {
-	return planner{ports: e.ports.ReadPorts, cfg: e.cfg, lin: lineageOf(e.ports.ReadPorts, e.cfg)}.plan(ctx, collection, e.now())
+	now := e.now()
+	return planner{ports: e.ports.ReadPorts, cfg: e.cfg, lin: lineageOf(e.ports.ReadPorts, e.cfg), seen: readSighting(e.ports.ReadPorts, e.cfg, now), confSeen: readConfirmationSighting(e.ports.ReadPorts, now)}.plan(ctx, collection, now)
+}
+
+// plan is Plan for a run: a tombstone's first sighting is recorded.
+func (e *Executor) plan(ctx context.Context, collection string) (Plan, error) {
+	return planner{ports: e.ports.ReadPorts, cfg: e.cfg, lin: lineageOf(e.ports.ReadPorts, e.cfg), seen: e.sighting, confSeen: e.confirmationSighting}.plan(ctx, collection, e.now())
 }
 
 // Run sweeps the collection a task names: plan, apply, record the sweep and,
@@ -127,9 +136,12 @@ func (e *Executor) Run(ctx context.Context, task contract.Task) (Report, error) 
 		rep.Incarnation, rep.Tombstoned, rep.ObjectsDeleted, rep.DeleteCalls = tr.Incarnation, true, tr.Deleted, tr.Calls
 		rep.Complete = tr.Outcome == TombCompleted || tr.Outcome == TombDone
 		rep.NextDueUnixMs = tr.Progress.NextDueUnixMs
+		if err == nil {
+			e.continueTombstone(ctx, task, tr)
+		}
 		return rep, err
 	}
-	pl, err := e.Plan(ctx, c)
+	pl, err := e.plan(ctx, c)
 	planned := err == nil
 	if planned && e.cfg.Guards.IncarnationFence && pl.Incarnation != task.Inc() {
 		// A late task of another lifetime of the name: this head is not
@@ -151,7 +163,10 @@ func (e *Executor) Run(ctx context.Context, task contract.Task) (Report, error) 
 		rep.Refused, err = re.Reason, nil
 		e.log.Error(LogRefused, "collection", c, "task", task.TaskID, "reason", re.Reason, "err", re)
 	}
-	e.record(ctx, rep)
+	e.record(ctx, rep, pl.HeadChecksum)
+	if planned && rep.Refused == "" && pl.unverifiedHeld {
+		e.verifiedLineage(ctx, pl)
+	}
 	if err != nil || !planned {
 		return rep, err
 	}
@@ -183,8 +198,8 @@ func (e *Executor) Run(ctx context.Context, task contract.Task) (Report, error) 
 // ahead, and it is not held back to one slice per reconcile interval when
 // the queue is otherwise idle. A slice that freed nothing is not
 // continued (no loop through the queue). Only gc and retention_reclaim sweeps
-// continue this way (a tombstone cleanup resumes from its cursor on every
-// reconciliation).
+// continue this way (a tombstone cleanup run continues by its own rule,
+// TombstoneContinuation).
 func Continuation(task contract.Task, rep Report, now time.Time) (contract.Task, bool) {
 	progressed := rep.ObjectsDeleted+rep.OrphansDeleted+rep.PartsDeleted+rep.ManifestsDeleted > 0 // a slice that deleted nothing waits for reconciliation, never loops
 	if !rep.More || !progressed || rep.Refused != "" || rep.Blocked != "" || (task.Kind != contract.KindGC && task.Kind != contract.KindRetentionReclaim) {
@@ -193,8 +208,47 @@ func Continuation(task contract.Task, rep Report, now time.Time) (contract.Task,
 	return contract.NewContinuationTask(task, now.UnixMilli()), true
 }
 
+// TombstoneContinuation is the scheduling rule for a tombstone cleanup run
+// that stopped at its budget (a pure function), as Continuation is for a
+// sweep: a run that moved its cursor (TombstoneReport.Advanced) is
+// continued at once by a fresh task at the tail of the queue, behind every
+// collection already waiting, instead of waiting for the next
+// reconciliation (a dropped collection with more to delete than one run's
+// budget was held to one run per reconcile interval). So is the first run
+// in a row that stopped at its budget without moving it
+// (TombstoneProgress.StalledRuns 1: its time went on waiting for the
+// fleet's delete budget, which a clock behind the bucket's must wait out);
+// a second such run in a row, a run that waits for a key, completed or
+// was stale is not continued (no loop through the queue). A lost
+// continuation costs one interval: reconciliation schedules the cleanup
+// again.
+func TombstoneContinuation(task contract.Task, tr TombstoneReport, now time.Time) (contract.Task, bool) {
+	if task.Kind != contract.KindTombstoneCleanup || tr.Outcome != TombProgressed || !tr.Bounded ||
+		(!tr.Advanced && tr.Progress.StalledRuns > maxStalledContinued) {
+		return contract.Task{}, false
+	}
+	return contract.NewContinuationTask(task, now.UnixMilli()), true
+}
+
+// maxStalledContinued is how many tombstone runs in a row that moved
+// nothing are continued at once.
+const maxStalledContinued = 1
+
+// continueTombstone enqueues a bounded tombstone run's continuation.
+func (e *Executor) continueTombstone(ctx context.Context, task contract.Task, tr TombstoneReport) {
+	next, ok := TombstoneContinuation(task, tr, e.now())
+	if !ok || e.ports.Continuations == nil {
+		return
+	}
+	if err := e.ports.Continuations.Enqueue(ctx, []contract.Task{next}); err != nil {
+		e.log.Warn("enqueue tombstone cleanup continuation failed; reconciliation continues it", "collection", task.Collection, "err", err)
+		return
+	}
+	e.metrics.AddDim("SweepsContinued", "Kind", string(task.Kind), 1)
+}
+
 // record emits a sweep's metrics and its disposable debt record.
-func (e *Executor) record(ctx context.Context, rep Report) {
+func (e *Executor) record(ctx context.Context, rep Report, headChecksum string) {
 	for reason, n := range rep.DeferredByReason {
 		e.metrics.AddDim("GCDeferred", "Reason", reason, float64(n))
 	}
@@ -208,10 +262,11 @@ func (e *Executor) record(ctx context.Context, rep Report) {
 		return
 	}
 	if e.ports.Sweeps != nil {
-		sw := SweepRecord{Collection: rep.Collection, Incarnation: rep.Incarnation, HeadVersion: rep.HeadVersion, RemainingObjects: rep.RemainingObjects - rep.RetentionObjects,
-			RemainingBytes: rep.RemainingBytes, NextDueUnixMs: rep.NextDueUnixMs, RetentionObjects: rep.RetentionObjects,
+		sw := SweepRecord{Collection: rep.Collection, Incarnation: rep.Incarnation, HeadVersion: rep.HeadVersion, HeadChecksum: headChecksum,
+			RemainingObjects: rep.RemainingObjects - rep.RetentionObjects,
+			RemainingBytes:   rep.RemainingBytes, NextDueUnixMs: rep.NextDueUnixMs, RetentionObjects: rep.RetentionObjects,
 			RetentionDueUnixMs: rep.RetentionDueUnixMs, SweptAtUnixMs: e.now().UnixMilli()}
-		if err := e.ports.Sweeps.RecordGCSweep(ctx, sw); err != nil {
+		if err := e.recordSweep(ctx, sw); err != nil {
 			e.log.Warn("record gc sweep failed (disposable state)", "collection", rep.Collection, "err", err)
 		}
 	}

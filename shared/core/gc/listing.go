@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -26,7 +27,8 @@ func (e lookupFailed) Unwrap() error { return e.err }
 // complete listing every candidate is taken to exist and nothing is
 // proposed.
 func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) error {
-	if pl.ports.Lister == nil {
+	lister := pl.lister(v)
+	if lister == nil {
 		return nil
 	}
 	exists := make(map[string]bool, len(p.Delete))
@@ -35,7 +37,8 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 	}
 	grace := orphanGrace(pl.cfg).Milliseconds()
 	knowing := fr.knowing(v.walk.Roots)
-	err := pl.ports.Lister.List(ctx, contract.DataPrefix(v.c), func(page []Listed) error {
+	ab := abandonedIndex{pl: pl, v: v, fr: fr}
+	err := lister.List(ctx, contract.DataPrefix(v.c), func(page []Listed) error {
 		for _, l := range page {
 			if !contract.IsDataKey(v.c, l.Key) {
 				continue
@@ -44,17 +47,16 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 				exists[l.Key] = true
 				continue
 			}
-			known, err := pl.known(ctx, knowing, v.walk.Head.Version, l.Key)
-			if err == nil && !known {
-				known, err = pl.removedByLineage(ctx, v.walk.Roots, l.Key)
-			}
+			known, cd, err := pl.place(ctx, knowing, v, fr, &ab, l.Key)
 			if err != nil {
 				return lookupFailed{err}
 			}
-			_, owned := contract.OwnedOutputTask(v.c, l.Key)
-			owned = owned || !pl.cfg.Guards.OrphanOwnership
+			if cd != nil {
+				exists[l.Key] = p.considerAbandoned(pl.cfg, fr.moment, *cd)
+				continue
+			}
 			lm := l.LastModified.UnixMilli()
-			p.recordProposal(propose(owned, known, fr.now-lm, grace, fr.gates), l.Key, lm, grace)
+			p.recordProposal(propose(pl.cfg, fr.moment, l.Key, known, lm), l.Key, lm, grace)
 		}
 		return nil
 	})
@@ -106,9 +108,13 @@ func (fr *frame) protectedAbove() []contract.Manifest {
 // is in the head, a retained root or removed by a newer walked root, so
 // the roots no token can open (being trimmed, their parts perhaps already
 // gone) need not be read.
-func (pl planner) removedByLineage(ctx context.Context, roots []contract.Manifest, key string) (bool, error) {
+func (pl planner) removedByLineage(ctx context.Context, roots []contract.Manifest, fr *frame, key string) (bool, error) {
 	for i := range roots {
-		if found, err := pl.lin.ChangeHolds(ctx, &roots[i], contract.ChangeRemoved, key); err != nil || found {
+		found, err := pl.lin.ChangeHolds(ctx, &roots[i], contract.ChangeRemoved, key)
+		if trimming(err, fr, i) {
+			continue
+		}
+		if err != nil || found {
 			return found, err
 		}
 	}
@@ -146,4 +152,117 @@ func (p *Plan) recordProposal(pr proposal, key string, lastModified, grace int64
 	case proposalOrphan:
 		p.Orphans = append(p.Orphans, Orphan{Key: key, LastModifiedUnixMs: lastModified})
 	}
+}
+
+// place says whether a walked root knows a listed key (it references it
+// or its change removed it) and, if none does, whether an abandoned
+// committed root names it (cd).
+func (pl planner) place(ctx context.Context, knowing []contract.Manifest, v *view, fr *frame, ab *abandonedIndex, key string) (known bool, cd *Candidate, err error) {
+	known, err = pl.known(ctx, knowing, v.walk.Head.Version, key)
+	if err == nil && !known {
+		known, err = pl.removedByLineage(ctx, v.walk.Roots, fr, key)
+	}
+	if err == nil && !known {
+		cd, err = ab.committed(ctx, key)
+	}
+	return known, cd, err
+}
+
+// considerAbandoned puts a key an abandoned committed root names to the
+// gate as a committed object: a candidate to delete (true) or deferred.
+func (p *Plan) considerAbandoned(cfg Config, m moment, cd Candidate) bool {
+	if h, ok := judge(cfg, m, cd.subject()); !ok {
+		p.deferCandidate(cd, h.Reason, h.DueUnixMs)
+		return false
+	}
+	p.Delete = append(p.Delete, cd)
+	return true
+}
+
+// abandonedIndex answers, for a key no walked or protected root knows,
+// whether a committed root the lineage abandoned names it (a head
+// regression an operator confirmed, whose protection of what those roots
+// reference has ended; guard.AbandonedCommitted). Such a key is committed
+// data, not a never-committed output: the gate judges it as an object
+// (rule 3: token lifetime, watermark, lifecycle retention by its maximum
+// timestamp), evicted when the coordinator first saw the confirmation
+// (never before it first saw the regression: rule 16), or at the
+// tombstone's eviction for a dropped lifetime, whichever is later. Only
+// the coordinator's own output keys are asked: another writer's upload
+// stays counted as foreign, never deleted (rule 11; a key reused by the
+// new lineage's writer may be in flight). The abandoned roots are read
+// once, on the first such key.
+type abandonedIndex struct {
+	pl    planner
+	v     *view
+	fr    *frame
+	roots []contract.Manifest
+	read  bool
+}
+
+func (ab *abandonedIndex) committed(ctx context.Context, key string) (*Candidate, error) {
+	if !ab.pl.cfg.Guards.AbandonedCommitted {
+		return nil, nil
+	}
+	if _, own := contract.OwnedOutputTask(ab.v.c, key); !own {
+		return nil, nil
+	}
+	if err := ab.load(ctx); err != nil {
+		return nil, err
+	}
+	for i := range ab.roots {
+		e, found, err := ab.pl.lin.Lookup(ctx, &ab.roots[i], key)
+		if errors.Is(err, store.ErrNotFound) {
+			// A part of the abandoned root is gone: whether it names the
+			// key cannot be told, so the key is held as committed.
+			e, found, err = contract.ObjectEntry{Key: key, MaxTsUnixMs: math.MaxInt64}, true, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			e.Key = key
+			return &Candidate{Entry: e, EvictTsUnixMs: ab.evictTs()}, nil
+		}
+	}
+	return nil, nil
+}
+
+// load reads the abandoned roots whose protection ended (a root gone
+// names nothing any more).
+func (ab *abandonedIndex) load(ctx context.Context) error {
+	if ab.read {
+		return nil
+	}
+	ab.read = true
+	for _, k := range ab.v.aboveKeys {
+		if until, ok := ab.fr.untilByKey[k]; !ok || until > ab.fr.now {
+			continue // protected: its references are known (frame.knowing)
+		}
+		m, ok := ab.v.read[k]
+		if !ok {
+			var err error
+			if m, err = ab.pl.rootAt(ctx, ab.v.c, k); errors.Is(err, store.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return refuse(ab.v.c, RefusedManifest, err)
+			}
+		}
+		ab.roots = append(ab.roots, m)
+	}
+	return nil
+}
+
+// evictTs is when what the abandoned roots name counts as evicted: the
+// later of the confirmation's first sighting (confirmedAt) and the
+// tombstone's eviction; with neither known, never (held by gate (b)).
+func (ab *abandonedIndex) evictTs() int64 {
+	at := ab.fr.tombstoneEvict
+	if c := ab.v.conf; c != nil {
+		at = max(at, confirmedAt(ab.pl.cfg, c, ab.v.confSeen))
+	}
+	if at <= 0 {
+		return math.MaxInt64
+	}
+	return at
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/searchfabric/bcc/shared/contract"
 )
 
 // Sleeper waits for d or until ctx ends.
@@ -37,6 +39,7 @@ type Pacer struct {
 	per     map[string]*bucket
 	burst   float64
 	fleet   FleetBudget
+	prefix  PrefixTaker
 	Waited  time.Duration // total time spent waiting (for reports)
 	// FleetWaits counts the waits the fleet budget imposed (budget
 	// saturation across instances).
@@ -55,6 +58,22 @@ type FleetBudget interface {
 // across instances, not per instance.
 func (p *Pacer) WithFleet(fleet FleetBudget) *Pacer {
 	p.fleet = fleet
+	return p
+}
+
+// PrefixTaker is the S3 per-prefix request budget shared by the fleet
+// (budgets.s3_writes_per_sec_per_prefix): Take waits until n writes may go
+// to key's prefix and takes them.
+type PrefixTaker interface {
+	Take(ctx context.Context, write bool, key string, n int) error
+}
+
+// WithPrefix makes the pacer also take every delete batch's writes from
+// the collection prefix's S3 budget, after the delete budgets granted
+// them. The delete gate waits for all of it before it proves the batch:
+// nothing waits between a proof and its call (SYSTEM rule 14).
+func (p *Pacer) WithPrefix(prefix PrefixTaker) *Pacer {
+	p.prefix = prefix
 	return p
 }
 
@@ -134,7 +153,7 @@ func (p *Pacer) Wait(ctx context.Context, collection string, n int) error {
 				p.global.tokens -= want
 			}
 			p.mu.Unlock()
-			return nil
+			return p.takePrefix(ctx, collection, n)
 		}
 		p.Waited += wait
 		p.mu.Unlock()
@@ -142,6 +161,22 @@ func (p *Pacer) Wait(ctx context.Context, collection string, n int) error {
 			return err
 		}
 	}
+}
+
+// takePrefix takes n writes of the collection's S3 prefix budget (its
+// own waits, outside the pacer's lock).
+func (p *Pacer) takePrefix(ctx context.Context, collection string, n int) error {
+	if p.prefix == nil {
+		return nil
+	}
+	start := p.now()
+	err := p.prefix.Take(ctx, true, contract.CollectionPrefix(collection), n)
+	if d := p.now().Sub(start); d > 0 {
+		p.mu.Lock()
+		p.Waited += d
+		p.mu.Unlock()
+	}
+	return err
 }
 
 // fleetWaitCount is FleetWaits (0 for no pacer).

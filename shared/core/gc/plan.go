@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -11,7 +12,7 @@ import (
 // last evicted and the eviction that counts (the newest).
 type Candidate struct {
 	Entry         contract.ObjectEntry `json:"entry"`
-	EvictVersion  uint64               `json:"evict_version"` // 0: evicted by the tombstone
+	EvictVersion  uint64               `json:"evict_version"` // 0: evicted by the tombstone, or named by an abandoned root of a confirmed regression (abandonedIndex)
 	EvictTsUnixMs int64                `json:"evict_ts_unix_ms"`
 }
 
@@ -68,10 +69,15 @@ type Plan struct {
 	// regression); HighestObserved is the highest head version the
 	// coordinator remembers; LineageConfirmed: an operator confirmed a
 	// regression (their references stay protected for a token lifetime).
-	RootsAbove              []string `json:"roots_above_head,omitempty"`
-	HighestObserved         uint64   `json:"highest_observed,omitempty"`
-	HighestObservedChecksum string   `json:"highest_observed_checksum,omitempty"`
-	LineageConfirmed        bool     `json:"lineage_confirmed,omitempty"`
+	RootsAbove []string `json:"roots_above_head,omitempty"`
+	// UnverifiedFromVersion is the recorded head the observer advanced
+	// from over a gap, not yet found in the walked lineage (0: none).
+	UnverifiedFromVersion   uint64 `json:"unverified_from_version,omitempty"`
+	UnverifiedFromChecksum  string `json:"unverified_from_checksum,omitempty"`
+	unverifiedHeld          bool   // the walked lineage holds it
+	HighestObserved         uint64 `json:"highest_observed,omitempty"`
+	HighestObservedChecksum string `json:"highest_observed_checksum,omitempty"`
+	LineageConfirmed        bool   `json:"lineage_confirmed,omitempty"`
 	// Confirmation is the operator's confirmation GC judged by (of the
 	// head's incarnation; nil: none).
 	Confirmation       *contract.LineageConfirmation `json:"lineage_confirmation,omitempty"`
@@ -118,12 +124,25 @@ type Plan struct {
 	// sweep needed them: the collection is refused until they are fixed.
 	CorruptParts []CorruptPart `json:"corrupt_parts,omitempty"`
 	Remaining    []string      `json:"remaining_dependencies,omitempty"`
+	// LifecycleRetention is, for a dropped collection, the release
+	// dependency "lifecycle retention passed" as this plan sees it: pending
+	// while an object of the lineage is inside its lifecycle retention by
+	// its maximum timestamp (whatever else holds it), confirmed when none
+	// is (nil: not tombstoned). The cleanup waits for it, and so does the
+	// release.
+	LifecycleRetention *contract.Dependency `json:"lifecycle_retention_dependency,omitempty"`
+	lifecycleDue       int64                // the latest time an object considered leaves its lifecycle retention
 
 	facts       contract.CollectionFacts // the CCS facts read (for the completion's facts digest)
 	roots       []contract.Manifest      // for Apply (immutable, verified)
 	retainedIdx []bool
 	held        map[uint64]bool // evict versions with a candidate deferred or not reached
 }
+
+// BlockedWatermark opens Plan.Blocked when the watermark could not be
+// read (the error follows): nothing is deleted, and a view of the plan is
+// a blind read.
+const BlockedWatermark = "watermark unreadable: "
 
 // NextDueUnixMs is the earliest time any deferred debt may become deletable (0: none).
 func (p *Plan) NextDueUnixMs() int64 {
@@ -171,13 +190,53 @@ func (p *Plan) deferCandidate(c Candidate, reason string, due int64) {
 // PlanSweep computes a plan for collection at now with read-only ports.
 func PlanSweep(ctx context.Context, ports ReadPorts, cfg Config, collection string, now time.Time) (Plan, error) {
 	cfg = cfg.withDefaults()
-	return planner{ports: ports, cfg: cfg, lin: lineageOf(ports, cfg)}.plan(ctx, collection, now)
+	return planner{ports: ports, cfg: cfg, lin: lineageOf(ports, cfg), seen: readSighting(ports, cfg, now), confSeen: readConfirmationSighting(ports, now), retired: true}.plan(ctx, collection, now)
 }
 
 type planner struct {
 	ports ReadPorts
 	cfg   Config
 	lin   Lineage
+	now   time.Time
+	// seen is when the coordinator first saw a tombstone: read-only for a
+	// plan (readSighting), recorded by the executor (Executor.sighting).
+	seen func(ctx context.Context, f contract.CollectionFacts) (int64, error)
+	// confSeen is when the coordinator first saw a lineage confirmation
+	// (read-only for a plan, recorded by the executor).
+	confSeen func(ctx context.Context, c contract.LineageConfirmation) (int64, error)
+	// retired: a plan (never a sweep) of a dropped lifetime whose head was
+	// retired walks from its newest listed root (retiredWalk).
+	retired bool
+}
+
+// readConfirmationSighting reads a recorded first sighting of a lineage
+// confirmation; without one it is seen now (later, never earlier).
+func readConfirmationSighting(ports ReadPorts, now time.Time) func(context.Context, contract.LineageConfirmation) (int64, error) {
+	return func(ctx context.Context, c contract.LineageConfirmation) (int64, error) {
+		if ports.Seen == nil {
+			return now.UnixMilli(), nil
+		}
+		at, ok, err := ports.Seen.FirstConfirmationSighting(ctx, c.Collection, c.Inc(), ConfirmationID(c))
+		if err != nil || !ok {
+			return now.UnixMilli(), err
+		}
+		return at, nil
+	}
+}
+
+// readSighting reads a recorded first sighting; without one the
+// tombstone is seen now (rule 16: later, never earlier).
+func readSighting(ports ReadPorts, cfg Config, now time.Time) func(context.Context, contract.CollectionFacts) (int64, error) {
+	return func(ctx context.Context, f contract.CollectionFacts) (int64, error) {
+		if ports.Seen == nil {
+			return now.UnixMilli(), nil
+		}
+		at, ok, err := ports.Seen.FirstSighting(ctx, f.Collection, f.Inc(), f.EvictedAtUnixMs(), sightingFacts(cfg, f))
+		if err != nil || !ok {
+			return now.UnixMilli(), err
+		}
+		return at, nil
+	}
 }
 
 // plan is the sweep's read phase followed by its decisions: read facts,
@@ -186,6 +245,7 @@ type planner struct {
 // data prefix proposes; plan the manifest trimming (pure).
 func (pl planner) plan(ctx context.Context, c string, nowT time.Time) (Plan, error) {
 	now := nowT.UnixMilli()
+	pl.now = nowT
 	p := newPlan(c, now)
 	v, err := pl.read(ctx, c)
 	if err != nil {
@@ -194,6 +254,9 @@ func (pl planner) plan(ctx context.Context, c string, nowT time.Time) (Plan, err
 	fr, err := newFrame(v, pl.cfg, now)
 	p.describe(v, fr)
 	if err != nil {
+		return p, err
+	}
+	if err := pl.readProtected(ctx, &v, &fr); err != nil {
 		return p, err
 	}
 	if err := pl.candidates(ctx, &v, &fr, &p); err != nil {
@@ -219,7 +282,23 @@ func (pl planner) plan(ctx context.Context, c string, nowT time.Time) (Plan, err
 	if p.Tombstoned {
 		p.Remaining = []string{contract.HeadKey(c), p.HeadRootKey}
 	}
+	p.retentionDependency()
 	return p, nil
+}
+
+// retentionDependency fills LifecycleRetention for a dropped collection.
+func (p *Plan) retentionDependency() {
+	if !p.Tombstoned {
+		return
+	}
+	d := contract.Dependency{Name: contract.DepLifecycleRetention, State: contract.DependencyConfirmed, Evidence: "no lifecycle retention"}
+	switch {
+	case p.LifecycleRetentionMs > 0 && p.lifecycleDue > p.NowUnixMs:
+		d.State, d.Evidence = contract.DependencyPending, fmt.Sprintf("retention_ms %d: objects of the lineage are held until %s", p.LifecycleRetentionMs, heldUntil(p.lifecycleDue))
+	case p.LifecycleRetentionMs > 0:
+		d.Evidence = fmt.Sprintf("retention_ms %d passed for every object of the lineage judged", p.LifecycleRetentionMs)
+	}
+	p.LifecycleRetention = &d
 }
 
 // describe copies what the read phase saw into the plan.
@@ -243,6 +322,8 @@ func (p *Plan) describe(v view, fr frame) {
 	p.RootsAbove = v.aboveKeys
 	p.HighestObserved, p.HighestObservedChecksum, p.LineageConfirmed = v.highest, v.highSum, v.conf != nil
 	p.Confirmation = v.conf
+	p.UnverifiedFromVersion, p.UnverifiedFromChecksum = v.fromV, v.fromSum
+	p.unverifiedHeld = v.fromV > 0 && agrees(v, v.fromV, v.fromSum)
 	if v.wmErr == nil {
 		p.GlobalSafeTsUnixMs = v.safe
 	}

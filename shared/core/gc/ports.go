@@ -25,6 +25,11 @@ type Objects interface {
 type Lineage interface {
 	Head(ctx context.Context, collection string) (contract.Head, error)
 	WalkFrom(ctx context.Context, collection string, floor uint64) (lineage.Walk, error)
+	// WalkFromHead walks from a head read before (a retired head);
+	// RootAt reads a root no head names, verified against its key.
+	WalkFromHead(ctx context.Context, h contract.Head, floor uint64) (lineage.Walk, error)
+	RootAt(ctx context.Context, collection, key string) (contract.Manifest, error)
+	RootAtSum(ctx context.Context, collection, key string) (contract.Manifest, string, error)
 	Lookup(ctx context.Context, m *contract.Manifest, objectKey string) (contract.ObjectEntry, bool, error)
 	Each(ctx context.Context, m *contract.Manifest, keep func(contract.PartRef) bool, fn func(contract.ObjectEntry) error) error
 	// VerifyPart reads the part at ref.Key and verifies it; Verified says
@@ -64,9 +69,15 @@ type DeleteResult struct {
 	Failed  map[string]string
 }
 
-// Deleter deletes up to awslimit.S3DeleteObjectsMaxKeys keys in one call.
+// Deleter is the delete port: one DeleteObjects call of a ProvenBatch (up
+// to awslimit.S3DeleteObjectsMaxKeys keys). It accepts nothing else: only
+// the gate makes a ProvenBatch, after every wait (gate_send.go). An
+// implementation refuses a batch whose proof is stale when it would send
+// it (ProvenBatch.Fresh, an error wrapping ErrStaleProof: nothing sent),
+// checks again on every attempt its SDK makes, and bounds those attempts
+// by the proof's Remaining time.
 type Deleter interface {
-	DeleteBatch(ctx context.Context, keys []string) (DeleteResult, error)
+	DeleteProven(ctx context.Context, b ProvenBatch) (DeleteResult, error)
 }
 
 // FactsSource reads CCS scheduling facts (lifecycle retention, tombstone).
@@ -91,29 +102,94 @@ type Memory interface {
 	LineageConfirmation(ctx context.Context, collection string, incarnation uint64) (contract.LineageConfirmation, bool, error)
 }
 
+// UnverifiedMemory is the memory's head an observer advanced from over a
+// gap without checking descent (observe/descent.go): GC judges it against
+// the lineage it walks, as it judges the highest observed head, and
+// clears it once the lineage holds it (optional: without it only the
+// highest observed head is remembered).
+type UnverifiedMemory interface {
+	UnverifiedFrom(ctx context.Context, collection string, incarnation uint64) (version uint64, checksum string, err error)
+	ClearUnverified(ctx context.Context, collection string, incarnation, version uint64, checksum string) error
+}
+
 // SweepRecord is what a finished sweep left of one incarnation's debt:
 // GC debt (RemainingObjects, due at NextDueUnixMs; 0: none) and the
 // lifecycle retention window (RetentionObjects, due at
 // RetentionDueUnixMs), which reconciliation schedules as its own class
 // (retention_reclaim).
 //
-// HeadVersion is the head the sweep judged: the record replaces the debt
-// only while the observed state still holds that head. An observation that
-// advanced the state meanwhile added debt this sweep never saw; replacing
-// it would lose that debt until the next periodic sweep.
+// HeadVersion is the head the record is for (the swept head, or the
+// observed head it was carried forward to). Without Added the record
+// replaces the debt only while the observed state still holds that head:
+// an observation that advanced the state meanwhile added debt the record
+// never saw; replacing it would lose that debt until the next periodic
+// sweep. With Added (the state's running totals of the debt its advances
+// added, read while it held HeadVersion: SweptHeadMovedError) the record
+// applies while the state holds HeadVersion or any later head: the debt
+// the later advances added is kept by difference, because the totals grew
+// by exactly that much. Such a record is not tied to the head standing
+// still, so a writer that commits between every attempt cannot keep it
+// from landing.
 type SweepRecord struct {
 	Collection                           string
 	Incarnation                          uint64
 	HeadVersion                          uint64
+	HeadChecksum                         string // of the head the record is for (empty: any checksum)
 	RemainingObjects, RemainingBytes     int64
 	NextDueUnixMs                        int64
 	RetentionObjects, RetentionDueUnixMs int64
 	SweptAtUnixMs                        int64
+	Added                                *AddedTotals
 }
 
-// SweepRecorder records what a finished sweep left (disposable debt state).
+// AddedTotals are an observed state's running totals of the GC debt its
+// advances added (never reset: observe.Debt.GCAddedObjects).
+type AddedTotals struct{ Objects, Bytes int64 }
+
+// SweepRecorder records what a finished sweep left (disposable debt
+// state). A record without Added applies only while the observed state
+// still holds the head it is for (HeadVersion, and HeadChecksum when set);
+// one with Added while the state holds that head or a later one.
+// Otherwise RecordGCSweep returns a *SweptHeadMovedError naming the head
+// the state holds and its totals (nil when there is no state: wiped,
+// reconciliation rebuilds it). A record with Added that landed while
+// advances added debt after the totals were read returns a
+// *SweepRecordRacedError: their debt is counted, but the due time the
+// record wrote may be later than theirs, so the caller lowers it
+// (LowerGCDue). LowerGCDue makes the recorded due time of the GC debt at
+// most due (set when none is recorded); lowering is always safe, a due
+// time only says when reconciliation sweeps.
 type SweepRecorder interface {
 	RecordGCSweep(ctx context.Context, sw SweepRecord) error
+	LowerGCDue(ctx context.Context, collection string, incarnation uint64, dueUnixMs int64) error
+}
+
+// SweptHeadMovedError: the observed state holds another head than the one
+// a sweep record is for (the observer recorded newer commits during the
+// sweep, or has not yet recorded the swept head). Added are its running
+// totals of the debt advances added, read with that head (one item, one
+// read).
+type SweptHeadMovedError struct {
+	Collection string
+	Version    uint64
+	Checksum   string
+	Added      AddedTotals
+}
+
+func (e *SweptHeadMovedError) Error() string {
+	return fmt.Sprintf("record gc sweep of %s: the observed state holds v%d %s", e.Collection, e.Version, e.Checksum)
+}
+
+// SweepRecordRacedError: a sweep record with Added landed, and advances
+// up to Version (Checksum) added debt after its totals were read.
+type SweepRecordRacedError struct {
+	Collection string
+	Version    uint64
+	Checksum   string
+}
+
+func (e *SweepRecordRacedError) Error() string {
+	return fmt.Sprintf("gc sweep record of %s landed while the observer recorded heads up to v%d %s", e.Collection, e.Version, e.Checksum)
 }
 
 // CompletionSink reports a deleting task's completion to the handoff (its
@@ -137,13 +213,46 @@ func (w WatermarkObject) Watermark(ctx context.Context) (contract.Watermark, err
 	return contract.DecodeWatermark(w.Key, b)
 }
 
+// Sightings are when the coordinator first saw each tombstone, by
+// (collection, incarnation, CCS's tombstone time, CCS facts version): a tombstone's objects
+// count as evicted no earlier than that (rule 16: a time another owner
+// asserts never opens a gate on its own). Disposable: a lost sighting is
+// recorded again, later (a tombstone is then seen later, never earlier).
+type Sightings interface {
+	// FirstSighting reads the recorded sighting (ok false: none).
+	FirstSighting(ctx context.Context, collection string, incarnation uint64, tombstonedAt int64, factsVersion uint64) (at int64, ok bool, err error)
+	// FirstConfirmationSighting reads when the coordinator first saw an
+	// operator's lineage confirmation (ConfirmationID; ok false: none).
+	FirstConfirmationSighting(ctx context.Context, collection string, incarnation uint64, id string) (at int64, ok bool, err error)
+}
+
+// SightingRecorder also records sightings.
+type SightingRecorder interface {
+	Sightings
+	// RecordSighting records at as the first sighting unless one is
+	// recorded, and returns the one kept.
+	RecordSighting(ctx context.Context, collection string, incarnation uint64, tombstonedAt int64, factsVersion uint64, at int64) (int64, error)
+	// RecordConfirmationSighting records at as the first sighting of the
+	// confirmation id unless one is recorded, and returns the one kept.
+	RecordConfirmationSighting(ctx context.Context, collection string, incarnation uint64, id string, at int64) (int64, error)
+}
+
+// ConfirmationID names one lineage confirmation for its sighting: the
+// restored head it confirms and the time written into it.
+func ConfirmationID(c contract.LineageConfirmation) string {
+	return fmt.Sprintf("%d#%s#%d", c.HeadVersion, c.HeadChecksum, c.ConfirmedAtUnixMs)
+}
+
 // ReadPorts are everything a plan needs. They can only read: a plan (and
 // the CLI, which gets nothing else) cannot change anything (rule 10).
 type ReadPorts struct {
-	Objects   Objects
-	Lineage   Lineage // optional: a lineage.Reader over Objects
-	Lister    Lister  // optional: without it nothing is proposed as never-committed (nor found above the head)
-	Memory    Memory  // optional: the highest head version observed, lineage confirmations
+	Objects Objects
+	Lineage Lineage // optional: a lineage.Reader over Objects
+	Lister  Lister  // optional: without it nothing is proposed as never-committed (nor found above the head)
+	Memory  Memory  // optional: the highest head version observed, lineage confirmations
+	// Seen reads first sightings of tombstones (optional: without it a
+	// tombstone counts as first seen now).
+	Seen      Sightings
 	Facts     FactsSource
 	Watermark WatermarkSource
 }
@@ -156,9 +265,15 @@ type Ports struct {
 	Completions CompletionSink // optional (tombstone cleanup completions)
 	// Budget is the fleet-wide delete budget (optional: without it the
 	// global rate holds per instance only).
-	Budget   FleetBudget
-	Progress ProgressStore // tombstone cleanup cursors (required for tombstone_cleanup tasks)
-	Heads    HeadRetirer   // the Manifest Publisher: retires a dropped incarnation's head pointer
+	Budget FleetBudget
+	// PrefixBudget is the S3 per-prefix write budget a delete batch also
+	// takes, before its proof (optional).
+	PrefixBudget PrefixTaker
+	Progress     ProgressStore // tombstone cleanup cursors (required for tombstone_cleanup tasks)
+	Heads        HeadRetirer   // the Manifest Publisher: retires a dropped incarnation's head pointer
+	// Sightings records first sightings of tombstones (optional: without
+	// it every run counts a tombstone from its own start, later still).
+	Sightings SightingRecorder
 	// Continuations enqueue the next slice of a sweep that stopped at its
 	// bound (optional: without it the next reconciliation continues).
 	Continuations TaskQueue
@@ -201,7 +316,11 @@ type Config struct {
 	// calls); the next run resumes from the stored cursor.
 	TombstoneRunBudget time.Duration
 	TombstoneMaxCalls  int
-	Guards             guard.Set
+	// ReleaseReaskAfter: a cleanup closed as done this long ago whose
+	// release CCS has not recorded runs again and reports again
+	// (policy.Policy.ReleaseReaskAfter; guard.ReleaseReask).
+	ReleaseReaskAfter time.Duration
+	Guards            guard.Set
 }
 
 // ConfigFrom is GC's configuration under a validated policy, with guards g.
@@ -209,7 +328,8 @@ func ConfigFrom(p policy.Policy, g guard.Set) Config {
 	return Config{TokenLifetime: p.GC.TokenLifetime.D(), RetentionWindow: p.GC.RetentionWindow.D(), MaxTaskLifetime: p.MaxTaskLifetime.D(),
 		ClockSkew: p.ClockSkew.D(), CutoverDeadline: p.CutoverDeadline.D(), BatchSize: p.GC.BatchSize, MaxAttempts: p.GC.MaxAttempts,
 		RetryBackoff: p.GC.RetryBackoff.D(), RetryAfter: p.GC.RetryAfter.D(), PartCache: p.GC.PartCache, ProofMaxAge: p.GC.ProofMaxAge.D(),
-		MaxSweepCandidates: p.GC.MaxSweepCandidates, TombstoneRunBudget: TombstoneBudget(p), TombstoneMaxCalls: p.GC.TombstoneMaxCalls, Guards: g}
+		MaxSweepCandidates: p.GC.MaxSweepCandidates, TombstoneRunBudget: TombstoneBudget(p), TombstoneMaxCalls: p.GC.TombstoneMaxCalls,
+		ReleaseReaskAfter: p.ReleaseReaskAfter(), Guards: g}
 }
 
 // TombstoneBudget is the time budget of one tombstone cleanup run under p:
@@ -256,6 +376,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TombstoneMaxCalls <= 0 {
 		c.TombstoneMaxCalls = d.TombstoneMaxCalls
+	}
+	if c.ReleaseReaskAfter <= 0 {
+		c.ReleaseReaskAfter = d.ReleaseReaskAfter
 	}
 	return c
 }

@@ -183,7 +183,7 @@ func bruteForce(h modelHistory, now, safe, retention int64, cfg Config) map[stri
 				out[k] = ReasonPinned
 			case !(h.commit[ev] < safe-cfg.RetentionWindow.Milliseconds()):
 				out[k] = ReasonRetentionWindow
-			case retention > 0 && now-e.MaxTsUnixMs < retention:
+			case retention > 0 && now-e.MaxTsUnixMs < retention+cfg.ClockSkew.Milliseconds():
 				out[k] = ReasonLifecycle
 			default:
 				out[k] = "delete"

@@ -9,13 +9,13 @@ import (
 	"github.com/searchfabric/bcc/shared/contract"
 )
 
-// What a delete call rests on. Every call is preceded by a proof (read
-// phase) and the pure re-judgement of each key against it; deleteProven
-// makes sure the proof is fresh when the call is made.
+// What a sweep's delete batches rest on. Every batch is proven after its
+// waits (gate_send.go): the head re-read (fence), the watermark and the
+// CCS facts re-read (readings), and every key put to the gate again.
 
-// gateProof is the last reading of what gates (b) and (c) depend on.
-type gateProof struct {
-	at          time.Time // zero: never read
+// readings is the last reading of what gates (b) and (c) depend on.
+type readings struct {
+	at          stamp // zero: never read
 	safe        int64
 	blocked     bool
 	retentionMs int64
@@ -26,7 +26,7 @@ type gateProof struct {
 // the sweep (a new plan is needed).
 func (e *Executor) readGates(ctx context.Context, a *applyRun) error {
 	c := a.pl.Collection
-	g := gateProof{at: e.now()}
+	g := readings{at: e.stamp()}
 	wm, err := e.ports.Watermark.Watermark(ctx)
 	if g.blocked = err != nil; g.blocked {
 		a.rep.Blocked = "watermark unreadable at execution: " + err.Error()
@@ -36,7 +36,7 @@ func (e *Executor) readGates(ctx context.Context, a *applyRun) error {
 	if err != nil {
 		return refuse(c, RefusedFacts, err)
 	}
-	if facts.Tombstoned != a.pl.Tombstoned || (a.pl.Tombstoned && facts.ReservationHorizonUnixMs != a.pl.TombstoneEvictTs) {
+	if facts.Tombstoned != a.pl.Tombstoned || (a.pl.Tombstoned && facts.EvictedAtUnixMs() != a.pl.facts.EvictedAtUnixMs()) || facts.Inc() != a.pl.facts.Inc() {
 		a.rep.Blocked = "CCS facts changed since the plan; a new plan is needed"
 		return refuse(c, RefusedFacts, errors.New(a.rep.Blocked))
 	}
@@ -45,8 +45,22 @@ func (e *Executor) readGates(ctx context.Context, a *applyRun) error {
 	return nil
 }
 
-// recheckGates re-judges gates (b) and (c) of every planned delete with a
-// fresh watermark and fresh facts; ok is false when nothing may be deleted.
+// moment is the gate's moment under the last readings.
+func (a *applyRun) moment(now time.Time) moment {
+	m := moment{now: now.UnixMilli(), collection: a.pl.Collection, incarnation: a.pl.Incarnation, safe: a.gates.safe, retentionMs: a.gates.retentionMs}
+	if a.gates.blocked {
+		m.blocked = a.rep.Blocked
+	}
+	return m
+}
+
+// candidate is the gate's subject for a planned delete.
+func (cd Candidate) subject() subject {
+	return subject{kind: kindObject, key: cd.Entry.Key, entry: cd.Entry, evictTs: cd.EvictTsUnixMs, pinnedDue: -1}
+}
+
+// recheckGates puts every planned delete to the gate again with a fresh
+// watermark and fresh facts; ok is false when nothing may be deleted.
 func (e *Executor) recheckGates(ctx context.Context, a *applyRun) (todo []Candidate, ok bool, err error) {
 	if !e.cfg.Guards.DeleteGates {
 		return a.pl.Delete, true, nil
@@ -54,10 +68,10 @@ func (e *Executor) recheckGates(ctx context.Context, a *applyRun) (todo []Candid
 	if err := e.readGates(ctx, a); err != nil {
 		return nil, false, err
 	}
-	now := e.now().UnixMilli()
+	m := a.moment(e.now())
 	for _, cd := range a.pl.Delete {
-		if reason, due := judgeTime(e.cfg, a.gates.blocked, cd, a.gates.safe, a.gates.retentionMs, now); reason != "" {
-			a.deferAt(cd, reason, due)
+		if h, ok := judge(e.cfg, m, cd.subject()); !ok {
+			a.deferAt(cd, h.Reason, h.DueUnixMs)
 			continue
 		}
 		todo = append(todo, cd)
@@ -65,82 +79,141 @@ func (e *Executor) recheckGates(ctx context.Context, a *applyRun) (todo []Candid
 	return todo, !a.gates.blocked, nil
 }
 
-// proveObjects is the proof behind one delete call of candidates: the head
+// proveObjects is the proof behind one batch of candidates: the head
 // re-read (roots committed since the plan are retained: a key one of them
 // references is withdrawn), the gates re-read when their reading is older
-// than ProofMaxAge, and each key re-judged.
-func (e *Executor) proveObjects(ctx context.Context, a *applyRun, byKey map[string]Candidate, keys []string) ([]string, error) {
+// than the reuse bound, each key put to the gate again.
+func (e *Executor) proveObjects(ctx context.Context, a *applyRun, byKey map[string]Candidate, keys []string) ([]string, *Proof, error) {
 	if !e.cfg.Guards.DeleteGates {
-		return keys, nil
+		return keys, a.proof(e, e.now()), nil // mutation proof only: nothing re-read, nothing re-judged
 	}
-	if err := a.fence.refresh(ctx); err != nil {
-		return nil, err
+	if err := a.fence.refresh(ctx, e); err != nil {
+		return nil, nil, err
 	}
-	if e.now().Sub(a.gates.at) > e.cfg.ProofMaxAge {
+	if e.cfg.Guards.DeleteGates && !e.usable(a.gates.at) {
 		if err := e.readGates(ctx, a); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	now := e.now().UnixMilli()
+	m := a.moment(e.now())
 	var ok []string
 	for _, k := range keys {
 		cd := byKey[k]
+		s := cd.subject()
 		ref, err := a.fence.referenced(ctx, k)
 		if err != nil {
-			return nil, lineageErr(a.pl.Collection, err)
+			return nil, nil, lineageErr(a.pl.Collection, err)
 		}
-		if ref {
-			a.deferAt(cd, ReasonPinned, satAdd(now, e.cfg.TokenLifetime)) // re-referenced by a commit since the plan
-			continue
-		}
-		if reason, due := judgeTime(e.cfg, a.gates.blocked, cd, a.gates.safe, a.gates.retentionMs, now); reason != "" {
-			a.deferAt(cd, reason, due)
+		s.referenced = ref && e.cfg.Guards.DeleteGates
+		if h, admitted := judge(e.cfg, m, s); !admitted {
+			a.deferAt(cd, h.Reason, h.DueUnixMs)
 			continue
 		}
 		ok = append(ok, k)
 	}
-	return ok, nil
+	return ok, a.proof(e, a.gates.at.at), nil
 }
 
-// proveUnreferenced is the proof behind deleting never-committed outputs
-// or manifest parts: the head re-read, and no root committed since the
-// plan references the key.
-func (e *Executor) proveUnreferenced(ctx context.Context, a *applyRun, keys []string) ([]string, error) {
-	if err := a.fence.refresh(ctx); err != nil {
-		return nil, err
+// proveOutputs is the proof behind one batch of never-committed outputs:
+// the head re-read, the watermark re-read when its reading is older than
+// the reuse bound (unreadable: nothing goes), each key put to the gate
+// again (no root committed since the plan names it, still past the grace).
+func (e *Executor) proveOutputs(ctx context.Context, a *applyRun, written map[string]int64, keys []string) ([]string, *Proof, error) {
+	if err := a.fence.refresh(ctx, e); err != nil {
+		return nil, nil, err
 	}
+	if e.cfg.Guards.DeleteGates && !e.usable(a.gates.at) {
+		if err := e.readGates(ctx, a); err != nil {
+			return nil, nil, err
+		}
+	}
+	m := a.moment(e.now())
 	var ok []string
 	for _, k := range keys {
 		ref, err := a.fence.referenced(ctx, k)
 		if err != nil {
-			return nil, lineageErr(a.pl.Collection, err)
+			return nil, nil, lineageErr(a.pl.Collection, err)
 		}
-		if !ref {
+		_, owned := contract.OwnedOutputTask(a.pl.Collection, k)
+		if _, admitted := judge(e.cfg, m, subject{kind: kindOutput, key: k, owned: owned, referenced: ref, writtenAt: written[k]}); admitted {
 			ok = append(ok, k)
 		}
 	}
-	return ok, nil
+	return ok, a.proof(e, a.gates.at.at), nil
+}
+
+// proveManifests is the proof behind one batch of a trim's parts or
+// roots: the head re-read (a root committed since the plan may reuse a
+// part), the watermark re-read when its reading is older than the reuse
+// bound (unreadable: nothing goes), each key put to the gate again with
+// the objects it waits for that are not confirmed gone (needs: the gate
+// holds it until there are none).
+func (e *Executor) proveManifests(ctx context.Context, a *applyRun, kinds map[string]keyKind, keys []string, needs func(key string) int) ([]string, *Proof, error) {
+	if err := a.fence.refresh(ctx, e); err != nil {
+		return nil, nil, err
+	}
+	if e.cfg.Guards.DeleteGates && !e.usable(a.gates.at) {
+		if err := e.readGates(ctx, a); err != nil {
+			return nil, nil, err
+		}
+	}
+	m := a.moment(e.now())
+	var ok []string
+	for _, k := range keys {
+		if _, admitted := judge(e.cfg, m, subject{kind: kinds[k], key: k, referenced: a.fence.partReferenced(k), pinnedDue: -1, needs: needs(k)}); admitted {
+			ok = append(ok, k)
+		}
+	}
+	return ok, a.proof(e, a.gates.at.at), nil
+}
+
+// proof is the proof of a batch judged on the fence's head and, when gates
+// is set, on readings taken at gates too.
+func (a *applyRun) proof(e *Executor, gates time.Time) *Proof {
+	at := a.fence.at.at
+	if !gates.IsZero() && gates.Before(at) {
+		at = gates
+	}
+	return e.newProof(a.pl.Collection, a.pl.Incarnation, a.fence.version, a.fence.checksum, at)
 }
 
 // fence follows the head during Apply: roots committed after the plan are
 // retained (a token may open them) and are checked for every key deleted.
 // A head that is not the planned one or a descendant of it refuses the
 // rest of the sweep: the collection was rolled back, dropped or re-created.
+// The head is re-read for a proof unless the last read is younger than the
+// reuse bound (at is when it was read).
 type fence struct {
 	lin      Lineage
 	c        string
 	version  uint64
 	checksum string
 	extra    []contract.Manifest
+	at       stamp
+	// pinned: the plan is a dropped lifetime's, whose candidates include
+	// what its head references, evicted when the tombstone was; a commit
+	// since supersedes that head now, and every horizon derived from it
+	// is void: any move refuses the rest of the sweep
+	// (guard.DroppedHeadPinned).
+	pinned bool
 }
 
-func (f *fence) refresh(ctx context.Context) error {
+func (f *fence) refresh(ctx context.Context, e *Executor) error {
+	if e.usable(f.at) {
+		return nil
+	}
+	at := e.stamp()
 	h, err := f.lin.Head(ctx, f.c)
 	if err != nil {
 		return lineageErr(f.c, err)
 	}
 	if h.Version == f.version && h.ManifestChecksum == f.checksum {
+		f.at = at
 		return nil
+	}
+	if f.pinned {
+		return refuse(f.c, RefusedLineage, fmt.Errorf("the dropped lineage moved since the plan: head is v%d %s, the plan saw v%d %s; a new plan is needed",
+			h.Version, h.ManifestChecksum, f.version, f.checksum))
 	}
 	if h.Version <= f.version {
 		return refuse(f.c, RefusedLineage, fmt.Errorf("head is v%d %s, the plan saw v%d %s", h.Version, h.ManifestChecksum, f.version, f.checksum))
@@ -154,7 +227,7 @@ func (f *fence) refresh(ctx context.Context) error {
 		return refuse(f.c, RefusedLineage, fmt.Errorf("v%d does not descend from the planned head v%d", last.Version, f.version))
 	}
 	f.extra = append(w.Roots, f.extra...)
-	f.version, f.checksum = w.Head.Version, w.Head.ManifestChecksum
+	f.version, f.checksum, f.at = w.Head.Version, w.Head.ManifestChecksum, at
 	return nil
 }
 

@@ -14,6 +14,11 @@ const (
 	ReasonWatermark       = "watermark"           // global_safe_ts cannot be read
 	ReasonRetentionWindow = "retention_window"    // evict_commit_ts >= global_safe_ts - retention_window
 	ReasonLifecycle       = "lifecycle_retention" // now - max_ts < lifecycle retention_ms
+	// Why the gate keeps a key other than a committed object.
+	ReasonYoung      = "uncommitted_young" // a never-committed key a cutover may still commit
+	ReasonReferenced = "referenced"        // a newer, retained or protected manifest references it
+	ReasonIndexes    = "indexes_debt"      // a manifest key whose objects are not confirmed gone
+	ReasonNotOurs    = "not_ours"          // another writer's key, another lifetime's, or a head (rules 11, 12): never
 )
 
 // Refusal reasons (the GCRefused metric's Reason dimension).

@@ -38,8 +38,13 @@ import (
 // confirmation), and then still keeps what the abandoned roots reference
 // for a token lifetime after the confirmation.
 
-// maxRootsAbove bounds the roots above the head a sweep reads.
-const maxRootsAbove = 64
+// MaxRootsAbove is the real bound of a regression's evidence: the roots
+// of the head's lifetime that exist above the head, plus the abandoned
+// roots the new lineage has passed, counted exactly over every listing
+// page. A confirmation names every one of them
+// (contract.MaxAbandonedRoots), so more than this cannot be confirmed:
+// GC refuses, naming the count, until the owner removes abandoned roots.
+const MaxRootsAbove = contract.MaxAbandonedRoots
 
 // maxReads bounds the read phases of one sweep (a head that moves under
 // every one of them fails the task, which is retried; nothing is deleted).
@@ -82,7 +87,15 @@ func (pl planner) headMovedSince(ctx context.Context, v view) (bool, error) {
 	return h.ManifestKey != w.ManifestKey || h.Version != w.Version || h.ManifestChecksum != w.ManifestChecksum || h.Inc() != w.Inc(), nil
 }
 
-// readAbove reads every root that exists above the head, and the memory.
+// readAbove reads the memory and the regression evidence: the key of
+// every root of the head's lifetime above the head (listed, every page),
+// the roots one version above it (read: a lone one whose parent is the
+// head is a publisher's crash, not a regression), and the abandoned roots
+// the new lineage passed (below the head: read along the abandoned
+// lineage, from the remembered head and from the lowest roots above the
+// head down to where it meets the walked lineage, and the confirmed ones
+// that still exist). Nothing else is read here: roots above the head are
+// read later only while they protect what they reference (readProtected).
 func (pl planner) readAbove(ctx context.Context, v *view) error {
 	if !pl.cfg.Guards.HeadRegression {
 		return nil
@@ -100,76 +113,178 @@ func (pl planner) readAbove(ctx context.Context, v *view) error {
 		// this one shows (guard.LineageIncarnation): as if none existed.
 		if ok && (conf.Inc() == v.walk.Head.Inc() || !pl.cfg.Guards.LineageIncarnation) {
 			v.conf = &conf
+			if v.confSeen, err = pl.confirmationSeen(ctx, conf); err != nil {
+				return fmt.Errorf("read the first sighting of the lineage confirmation of %s: %w", v.c, err)
+			}
+		}
+		if um, ok := m.(UnverifiedMemory); ok {
+			fv, fs, err := um.UnverifiedFrom(ctx, v.c, v.walk.Head.Inc())
+			if err != nil {
+				return fmt.Errorf("read the unverified lineage of %s: %w", v.c, err)
+			}
+			v.fromV, v.fromSum = fv, fs
+			// A recorded head that agrees with the walked lineage, advanced
+			// from over a gap the lineage does not hold: that head is the
+			// one the coordinator remembers and the lineage abandoned.
+			if fv > 0 && (v.highest == 0 || v.highest <= v.walk.Head.Version && agrees(*v, v.highest, v.highSum)) && !agrees(*v, fv, fs) {
+				v.highest, v.highSum = fv, fs
+			}
 		}
 	}
-	keys, err := pl.rootKeysAbove(ctx, v.c, v.walk.Head.Inc(), v.walk.Head.Version)
+	v.read = map[string]contract.Manifest{}
+	v.stray = map[string]bool{}
+	head := v.walk.Head
+	lowest := uint64(0)
+	for _, k := range v.listedAbove {
+		if _, ver, _ := contract.RootOf(v.c, k); lowest == 0 || ver < lowest {
+			lowest = ver
+		}
+	}
+	var starts []string
+	for _, k := range v.listedAbove {
+		if _, ver, _ := contract.RootOf(v.c, k); ver != lowest {
+			continue
+		}
+		m, err := pl.rootAt(ctx, v.c, k)
+		if err != nil {
+			return refuse(v.c, RefusedManifest, err)
+		}
+		v.read[k] = m
+		if m.Version == head.Version+1 && m.ParentVersion == head.Version && m.ParentChecksum == head.ManifestChecksum {
+			v.stray[k] = true
+			continue
+		}
+		starts = append(starts, m.ParentKey)
+	}
+	if v.highest > 0 && v.highest <= head.Version && !agrees(*v, v.highest, v.highSum) {
+		starts = append(starts, contract.ManifestKey(v.c, head.Inc(), v.highest, v.highSum))
+	}
+	v.aboveKeys = slices.Clone(v.listedAbove)
+	passed, err := pl.passedChain(ctx, v, starts)
 	if err != nil {
 		return err
 	}
-	for _, k := range keys {
-		m, err := pl.rootAt(ctx, v.c, k)
-		if err != nil {
-			return refuse(v.c, RefusedManifest, err)
+	v.aboveKeys = appendNew(v.aboveKeys, passed...)
+	if v.conf != nil {
+		// The confirmed abandoned roots the new lineage has passed, while
+		// they exist (listed): they protect what they reference for a
+		// token lifetime after the confirmation.
+		for _, k := range v.conf.AbandonedRoots {
+			if inc, ver, ok := contract.RootOf(v.c, k); ok && inc == head.Inc() && ver <= head.Version && v.listedRoots[k] {
+				v.aboveKeys = appendNew(v.aboveKeys, k)
+			}
 		}
-		v.above, v.aboveKeys = append(v.above, m), append(v.aboveKeys, k)
 	}
-	return pl.readPassedAbandoned(ctx, v)
-}
-
-// readPassedAbandoned reads the confirmed abandoned roots the new lineage
-// has since passed: restored to v2 and confirmed, the lineage commits a new
-// v3 and v4, so the abandoned v3's root is no longer above the head, yet a
-// token opened on it may still read what it references until a token
-// lifetime after the confirmation (judgeLineage protects every root in
-// v.above that the confirmation names until then). Without this, an
-// abandoned version's rewrite output was reclaimed as a never-committed
-// orphan inside that window (found by the simulation, seeds 513 and 669 of
-// 1,000, restores of re-created lifetimes). A root already gone (trimmed)
-// is skipped; one of another incarnation is not this lineage's.
-func (pl planner) readPassedAbandoned(ctx context.Context, v *view) error {
-	if v.conf == nil {
-		return nil
-	}
-	for _, k := range v.conf.AbandonedRoots {
-		inc, ver, ok := contract.RootOf(v.c, k)
-		if !ok || inc != v.walk.Head.Inc() || ver > v.walk.Head.Version || slices.Contains(v.aboveKeys, k) {
-			continue // above the head: listed already
-		}
-		m, err := pl.rootAt(ctx, v.c, k)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return refuse(v.c, RefusedManifest, err)
-		}
-		v.above, v.aboveKeys = append(v.above, m), append(v.aboveKeys, k)
+	if n := len(v.aboveKeys); n > MaxRootsAbove || v.aboveCount > MaxRootsAbove {
+		return refuse(v.c, RefusedRegression, fmt.Errorf("%d roots exist above head v%d (and %d abandoned roots below it): more than the %d a lineage confirmation can name; "+
+			"no deletes until the owner removes abandoned roots", v.aboveCount, head.Version, len(passed), MaxRootsAbove))
 	}
 	return nil
 }
 
-// rootKeysAbove lists the root keys of c whose version is above head (roots
+// confirmationSeen is when the coordinator first saw conf (now when the
+// planner has no way to know).
+func (pl planner) confirmationSeen(ctx context.Context, conf contract.LineageConfirmation) (int64, error) {
+	if pl.confSeen == nil {
+		return pl.now.UnixMilli(), nil
+	}
+	return pl.confSeen(ctx, conf)
+}
+
+// confirmedAt is when a confirmation's protection of the abandoned roots
+// starts (rule 16): the later of the time the operator's machine wrote
+// into it and when the coordinator first saw it
+// (guard.ConfirmationSighting; off: the operator's time alone).
+func confirmedAt(cfg Config, c *contract.LineageConfirmation, seen int64) int64 {
+	if !cfg.Guards.ConfirmationSighting {
+		return c.ConfirmedAtUnixMs
+	}
+	return max(c.ConfirmedAtUnixMs, seen)
+}
+
+// appendNew appends the keys not in keys yet.
+func appendNew(keys []string, more ...string) []string {
+	for _, k := range more {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// passedChain walks the abandoned lineage down from each start key while
+// it is not the walked lineage's (nor older than the walk reaches): those
+// roots are abandoned versions the new lineage has passed. A root gone
+// (removed) ends its chain. Reads are bounded by MaxRootsAbove.
+func (pl planner) passedChain(ctx context.Context, v *view, starts []string) ([]string, error) {
+	inWalk := map[string]bool{v.walk.Head.ManifestKey: true}
+	for _, m := range v.walk.Roots {
+		inWalk[m.ParentKey] = true
+	}
+	oldest := v.walk.Roots[len(v.walk.Roots)-1].Version
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range starts {
+		for k != "" && !inWalk[k] && !seen[k] {
+			inc, ver, ok := contract.RootOf(v.c, k)
+			if !ok || inc != v.walk.Head.Inc() || ver < oldest || ver > v.walk.Head.Version {
+				break
+			}
+			seen[k] = true
+			if len(out) >= MaxRootsAbove {
+				return out, refuse(v.c, RefusedRegression, fmt.Errorf("more than %d abandoned roots below head v%d: more than a lineage confirmation can name", MaxRootsAbove, v.walk.Head.Version))
+			}
+			m, err := pl.rootAt(ctx, v.c, k)
+			if errors.Is(err, store.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return out, refuse(v.c, RefusedManifest, err)
+			}
+			v.read[k] = m
+			out = append(out, k)
+			k = m.ParentKey
+		}
+	}
+	return out, nil
+}
+
+// listRoots lists the root keys of c of the head's incarnation (roots
 // sort before change parts and parts under the manifests prefix, so the
-// listing stops at the first key that is not a root).
+// listing stops at the first key that is not a root; every page is read up
+// to there, whatever its size): the keys above the head, counted exactly
+// (v.aboveCount), and when S3 wrote every root listed (rule 16: a commit's
+// eviction time is never before its root exists).
 //
 // Only roots of the head's incarnation count (listed under its tag): a
 // root of another lifetime of the name is never above this one.
-func (pl planner) rootKeysAbove(ctx context.Context, c string, incarnation, head uint64) ([]string, error) {
-	if pl.ports.Lister == nil {
-		return nil, nil
+func (pl planner) listRoots(ctx context.Context, v *view, incarnation, head uint64) (above []string, written map[string]int64, err error) {
+	c := v.c
+	lister := pl.lister(v)
+	if lister == nil {
+		return nil, nil, nil
 	}
-	var keys []string
-	err := pl.ports.Lister.List(ctx, contract.ManifestsPrefix(c)+contract.IncarnationTag(incarnation), func(page []Listed) error {
+	written = map[string]int64{}
+	err = lister.List(ctx, contract.ManifestsPrefix(c)+contract.IncarnationTag(incarnation), func(page []Listed) error {
 		for _, l := range page {
 			inc, ver, ok := contract.RootOf(c, l.Key)
 			if !ok {
 				return ErrStopListing // roots sort before changes/ and parts/
 			}
+			written[l.Key] = l.LastModified.UnixMilli()
 			if inc == incarnation && ver > head {
-				keys = append(keys, l.Key)
+				// Every one is counted; at most one past the bound is
+				// kept (readAbove refuses beyond it).
+				v.aboveCount++
+				if len(above) <= MaxRootsAbove {
+					above = append(above, l.Key)
+				}
 			}
 		}
-		if len(keys) > maxRootsAbove {
-			return refuse(c, RefusedRegression, fmt.Errorf("more than %d roots exist above head v%d", maxRootsAbove, head))
+		if len(above) > 64 && pl.cfg.Guards.HeadRegression && !pl.cfg.Guards.RegressionAtScale {
+			// The old bound (mutation proof only): refused before any
+			// confirmation is judged, naming no roots.
+			return refuse(c, RefusedRegression, fmt.Errorf("more than %d roots exist above head v%d", 64, head))
 		}
 		return nil
 	})
@@ -179,7 +294,33 @@ func (pl planner) rootKeysAbove(ctx context.Context, c string, incarnation, head
 	if err != nil && !errors.Is(err, ErrRefused) {
 		err = fmt.Errorf("list the roots of %s: %w", c, err)
 	}
-	return keys, err
+	return above, written, err
+}
+
+// readProtected reads the roots of the evidence that protect what they
+// reference now (fr.aboveUntil > now: a publisher's crash root while it
+// exists, a confirmed abandoned root for a token lifetime after the
+// confirmation) into fr.above. A root gone protects nothing.
+func (pl planner) readProtected(ctx context.Context, v *view, fr *frame) error {
+	for _, k := range v.aboveKeys {
+		until := fr.untilByKey[k]
+		if until <= fr.now {
+			continue
+		}
+		m, ok := v.read[k]
+		if !ok {
+			var err error
+			m, err = pl.rootAt(ctx, v.c, k)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return refuse(v.c, RefusedManifest, err)
+			}
+		}
+		fr.above, fr.aboveUntil = append(fr.above, m), append(fr.aboveUntil, until)
+	}
+	return nil
 }
 
 // rootAt reads a root no head or parent names: its key must be the root
@@ -200,36 +341,44 @@ func (pl planner) rootAt(ctx context.Context, c, key string) (contract.Manifest,
 }
 
 // judgeLineage decides from a view whether the head regressed (pure), and
-// until when what each root above the head references is protected.
-func judgeLineage(v view, cfg Config, now int64) (until []int64, err error) {
+// until when what each root of the evidence references is protected (by
+// key; a root not named is not protected).
+func judgeLineage(v view, cfg Config, now int64) (until map[string]int64, err error) {
 	head := v.walk.Head
 	remembered := v.highest > head.Version || v.highest > 0 && !agrees(v, v.highest, v.highSum)
-	var evidence []string // root keys above the head no publisher crash explains
-	for i, m := range v.above {
-		stray := m.Version == head.Version+1 && m.ParentVersion == head.Version && m.ParentChecksum == head.ManifestChecksum
-		if !stray {
-			evidence = append(evidence, v.aboveKeys[i])
+	var evidence []string // root keys no publisher crash explains
+	until = make(map[string]int64, len(v.aboveKeys))
+	for _, k := range v.aboveKeys {
+		until[k] = math.MaxInt64 // while it exists: it may have been committed
+		if !v.stray[k] {
+			evidence = append(evidence, k)
 		}
-	}
-	until = make([]int64, len(v.above))
-	for i := range until {
-		until[i] = math.MaxInt64 // while it exists: it may have been committed
 	}
 	if !remembered && len(evidence) == 0 {
 		return until, nil
 	}
 	c := v.conf
 	covered := c != nil && (!remembered || c.AbandonedHeadVersion == v.highest && c.AbandonedHeadChecksum == v.highSum)
+	named := map[string]bool{}
+	if c != nil {
+		for _, k := range c.AbandonedRoots {
+			named[k] = true
+		}
+	}
+	missing := 0
 	for _, k := range evidence {
-		covered = covered && slices.Contains(c.AbandonedRoots, k)
+		if !named[k] {
+			missing++
+		}
 	}
-	if !covered {
-		return nil, refuse(v.c, RefusedRegression, fmt.Errorf("head v%d is not the newest head this collection had (highest observed v%d, roots above the head %v); "+
-			"no deletes until an operator confirms the new lineage (bcc confirm-lineage)", head.Version, v.highest, evidence))
+	if !covered || missing > 0 {
+		first := evidence[:min(len(evidence), 3)]
+		return nil, refuse(v.c, RefusedRegression, fmt.Errorf("head v%d is not the newest head this collection had (highest observed v%d, %d roots above the head or abandoned below it, %d not confirmed, the first %v); "+
+			"no deletes until an operator confirms the new lineage (bcc confirm-lineage)", head.Version, v.highest, len(evidence), missing, first))
 	}
-	for i, k := range v.aboveKeys {
-		if slices.Contains(c.AbandonedRoots, k) {
-			until[i] = pinnedUntil(c.ConfirmedAtUnixMs, cfg)
+	for _, k := range v.aboveKeys {
+		if named[k] {
+			until[k] = pinnedUntil(confirmedAt(cfg, c, v.confSeen), cfg)
 		}
 	}
 	return until, nil

@@ -68,10 +68,10 @@ func (pl planner) verifyParts(ctx context.Context, v *view, fr *frame, p *Plan) 
 			return err
 		}
 	}
-	for i := range v.above {
+	for i := range fr.above {
 		// A root above the head is nobody's lineage now: a part of it that
 		// is gone (trimmed while it was not protected) protects nothing.
-		if err := check(&v.above[i], fr.aboveUntil[i] <= fr.now); err != nil {
+		if err := check(&fr.above[i], fr.aboveUntil[i] <= fr.now); err != nil {
 			return err
 		}
 	}

@@ -7,12 +7,31 @@
 // every decision.
 //
 // Rules:
+//   - A rewrite's work counts from the earlier of its task's claimed start
+//     (one claimed after the handoff's clock counts from now) and the
+//     earliest LastModified S3 gave the outputs it adds, read by the
+//     handoff itself (written.go; guard cutover_from_written). The
+//     cutover's not_after is that + CutoverDeadline, so it always passes
+//     before GC's never-committed reclaim of those outputs (their
+//     LastModified + cutover deadline + 2 x skew), whatever a completion
+//     claims; an output that is not in the bucket rejects the result
+//     (rejected, as the publisher would: nothing is submitted).
 //   - A rewrite older than the maximum task lifetime is dropped: GC may
 //     already be reclaiming its never-committed outputs.
-//   - If the head moved since the result's base, the result is dropped
-//     (stale) — never rebased — and fresh work comes from the new head. If
-//     a version since the base added delete markers over an input's key
-//     range, the result is rejected as a delete gain (checked first).
+//   - The coordinator never rebases a result: every request names its
+//     base and its exact coverage. If the head moved since the base and the
+//     publisher has the conflict check (Config.ConflictChecked, rebase.go)
+//     and proved it (an earlier answer echoed conflict_check v1; guard
+//     conflict_check_proven: a declaration is not a proof, and until the
+//     proof the result is judged as without the capability), the request
+//     is submitted as it is, asking for the check: the
+//     publisher alone may apply it on its current head, at its CAS, when it
+//     proves it conflict-free there (events/PUBLISHER.md); the handoff
+//     first checks the head is of the result's lifetime and the coverage
+//     applies to the base. Without the capability the result is dropped
+//     (stale) and fresh work comes from the new head; if a version since
+//     the base added delete markers over an input's key range, it is
+//     rejected as a delete gain (checked first).
 //   - Before a candidate is submitted, its coverage is checked against the
 //     base: every removed object is in the base with exactly the base's
 //     entry, no key appears twice, no added key is already there. A

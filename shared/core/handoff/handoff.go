@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -69,6 +70,26 @@ func (h *Handoff) namespaceRelease(ctx context.Context, collection string) error
 	return err
 }
 
+// ReleaseNamespace handles a namespace release request from the handoff
+// queue (reconciliation found the release owed): it re-reads every fact
+// (NamespaceReleaser) and records the intent only when CCS's facts say it
+// is owed now. The request names only the namespace; nothing it carries is
+// trusted. An error means "retry later".
+func (h *Handoff) ReleaseNamespace(ctx context.Context, r contract.NamespaceRelease) (Result, error) {
+	ns, ok := h.ccs.(NamespaceCCS)
+	if !ok || h.ccs == nil {
+		return Result{}, errors.New("namespace release: no CCS endpoint with namespace facts configured")
+	}
+	requested, err := (&NamespaceReleaser{ccs: h.ccs, ns: ns, guards: h.cfg.Guards, metrics: h.metrics, log: h.log}).Release(ctx, r.Namespace)
+	if err != nil {
+		return Result{}, err
+	}
+	if !requested {
+		return Result{Outcome: OutcomeIgnored, Reason: "namespace " + r.Namespace + " owes no release now"}, nil
+	}
+	return Result{Outcome: OutcomeIntentRecorded, Reason: "namespace " + r.Namespace}, nil
+}
+
 // ErrFactsUnavailable: current CCS facts could not be read, so nothing is
 // handed off (fail closed); the completion is retried later.
 var ErrFactsUnavailable = errors.New("CCS facts unavailable")
@@ -86,10 +107,11 @@ type Config struct {
 	MaxTaskLifetime time.Duration
 	// CutoverDeadline is how long after a rewrite task started its cutover
 	// may still be made visible: every request carries not_after = started
-	// + CutoverDeadline, and the publisher refuses it after that. GC waits
-	// past the largest possible not_after before reclaiming a
-	// never-committed output (default 2 x MaxTaskLifetime; never less than
-	// MaxTaskLifetime).
+	// + CutoverDeadline, where started is the earlier of the task's start
+	// and its outputs' LastModified (workStart), and the publisher refuses
+	// it after that. GC waits past the largest possible not_after before
+	// reclaiming a never-committed output (default 2 x MaxTaskLifetime;
+	// never less than MaxTaskLifetime).
 	CutoverDeadline time.Duration
 	// MaxLineageWalk bounds how many versions since a base are read to
 	// find an applied request or a delete gain; a longer gap is treated as
@@ -100,13 +122,18 @@ type Config struct {
 	// policy.Default()'s values.
 	MaxResubmits int
 	Guards       guard.Set
+	// ConflictChecked: the publisher has the conflict-check capability
+	// (policy publisher_conflict_check): a result whose base the head
+	// moved past is submitted pinned to its base, asking for the check
+	// (rebase.go), instead of being dropped here.
+	ConflictChecked bool
 }
 
 // ConfigFrom is the handoff's configuration under a validated policy, with
 // guards g.
 func ConfigFrom(p policy.Policy, g guard.Set) Config {
 	return Config{MaxTaskLifetime: p.MaxTaskLifetime.D(), CutoverDeadline: p.CutoverDeadline.D(), MaxLineageWalk: p.Handoff.MaxLineageWalk,
-		MaxResubmits: p.Handoff.MaxResubmits, Guards: g}
+		MaxResubmits: p.Handoff.MaxResubmits, Guards: g, ConflictChecked: p.PublisherConflictCheck}
 }
 
 // Handoff is the use case.
@@ -115,10 +142,16 @@ type Handoff struct {
 	pub     Publisher
 	ccs     CCS
 	reclaim Reclaimer
+	remains Remains // the bucket listing a release is re-derived from (remains.go)
+	written Written // the dating of a rewrite's outputs (written.go)
 	now     func() time.Time
 	cfg     Config
 	metrics *metrics.Recorder
 	log     *slog.Logger
+	// proven: the publisher proved it runs the conflict check (an answer
+	// echoed conflict_check v1; rebase.go). Learned again after every
+	// cold start, forgotten on an answer that shows it missing.
+	proven atomic.Bool
 }
 
 // New wires the handoff. ccs and reclaim may be nil.
@@ -159,6 +192,10 @@ const (
 	OutcomeIntentRejected   Outcome = "intent_rejected"
 	OutcomeIntentNotAllowed Outcome = "intent_not_allowed" // cleanup not complete
 	OutcomeFactsChanged     Outcome = "stale_facts"        // CCS facts the task kind depends on changed: dropped
+	// OutcomeRejectedProvenance: the completion is not the work of a task
+	// the coordinator issued for its base (provenance.go): refused, counted
+	// (ForgedCompletions by Check), never submitted.
+	OutcomeRejectedProvenance Outcome = "rejected_provenance"
 )
 
 // Result reports one completion.
@@ -189,18 +226,39 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 	}
 	reqID := contract.CutoverRequestID(c.TaskID, *c.Coverage)
 	res := Result{RequestID: reqID}
-	if age := h.now().Sub(time.UnixMilli(c.StartedAtUnixMs)); age > h.cfg.MaxTaskLifetime {
+	if h.cfg.Guards.HandoffProvenance {
+		if check, reason := provenance(c); check != "" {
+			return h.forged(c, check, reason), nil
+		}
+	}
+	// The task's start is the sender's word: one claimed after our own
+	// clock counts from now (rule 16), and the work counts from no later
+	// than its outputs' writes as S3 dated them (written.go), so no
+	// completion stretches its cutover's not_after past the horizon GC's
+	// never-committed reclaim of those outputs waits out.
+	started, missing, err := h.workStart(ctx, c)
+	if err != nil {
+		return res, err
+	}
+	if missing != "" && !h.expired(c.StartedAtUnixMs) {
+		// Nothing a publisher could commit: the handoff refuses it
+		// itself, as the publisher refuses a missing output.
+		res.Outcome, res.Reason = OutcomeRejected, "handoff: "+missing
+		return h.finish(c, res), nil
+	}
+	if age := h.now().Sub(started); age > h.cfg.MaxTaskLifetime || missing != "" {
 		h.metrics.AddDim("ExpiredResultsDropped", "Kind", string(c.Kind), 1)
-		res.Outcome, res.Reason = OutcomeExpired, fmt.Sprintf("task started %s ago, over the %s lifetime", age.Round(time.Millisecond), h.cfg.MaxTaskLifetime)
+		res.Outcome, res.Reason = OutcomeExpired, fmt.Sprintf("task started (or its outputs were written) %s ago, over the %s lifetime", age.Round(time.Millisecond), h.cfg.MaxTaskLifetime)
 		h.log.Warn("result dropped: task lifetime exceeded", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 		return res, nil
 	}
 	req := contract.CutoverRequest{
 		SchemaVersion: contract.SchemaVersion, RequestID: reqID, Collection: c.Collection,
 		BaseVersion: c.BaseManifestVersion, BaseChecksum: c.BaseManifestChecksum,
-		NotAfterUnixMs: NotAfter(c.StartedAtUnixMs, h.cfg.CutoverDeadline),
+		NotAfterUnixMs: NotAfter(started.UnixMilli(), h.cfg.CutoverDeadline),
 		Removed:        c.Coverage.Removed, Added: nonNil(c.Coverage.Added),
 	}
+	h.conflictChecked(&req, c)
 	for attempt := 0; ; attempt++ {
 		verdict, err := h.judge(ctx, c, reqID)
 		if err != nil || verdict.Outcome != "" {
@@ -221,6 +279,7 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 		req.CCSFacts = factsFence(h.cfg.Guards.HandoffFacts, c, facts)
 		ans, err := h.pub.Cutover(ctx, req)
 		if err == nil {
+			h.checkedAnswer(ctx, c, req, ans)
 			return h.answered(c, res, ans), nil
 		}
 		if !errors.Is(err, store.ErrAmbiguous) {
@@ -237,6 +296,22 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 		// Loop: judge re-reads the head. Our request in the lineage means
 		// accepted; head == base means resubmit; anything else is stale.
 	}
+}
+
+// expired says whether a task that claims to have started at startedMs is
+// older than the task lifetime by the handoff's clock.
+func (h *Handoff) expired(startedMs int64) bool {
+	return h.now().Sub(time.UnixMilli(startedMs)) > h.cfg.MaxTaskLifetime
+}
+
+// forged refuses a completion that failed provenance check: counted by
+// check, logged as an error (someone wrote to the handoff queue what no
+// task of ours produced), never retried.
+func (h *Handoff) forged(c contract.Completion, check, reason string) Result {
+	h.metrics.AddDim("ForgedCompletions", "Check", check, 1)
+	h.log.Error("completion refused: not the work of a task issued for its base", "check", check, "task", c.TaskID, "kind", c.Kind,
+		"collection", c.Collection, "reason", reason)
+	return Result{Outcome: OutcomeRejectedProvenance, Reason: check + ": " + reason}
 }
 
 // NotAfter is the deadline of the cutover of a rewrite task that started at
@@ -272,6 +347,14 @@ func (h *Handoff) judge(ctx context.Context, c contract.Completion, reqID string
 			res.Outcome, res.Version, res.Reason = OutcomeAccepted, m.Version, "already applied"
 			return res, nil
 		}
+	}
+	if h.cfg.ConflictChecked && h.checkProven() {
+		// The publisher judges the moved head at its CAS (rebase.go).
+		return h.judgeMoved(ctx, c, head, res)
+	}
+	if h.cfg.ConflictChecked {
+		h.log.Info("the result's base moved and the publisher has not yet proven its conflict check: judged as without it",
+			"task", c.TaskID, "collection", c.Collection, "base", c.BaseManifestVersion, "head", head.Version)
 	}
 	if h.cfg.Guards.DeleteGainCheck {
 		if !complete {
@@ -427,7 +510,7 @@ func (h *Handoff) finish(c contract.Completion, res Result) Result {
 			"kind", c.Kind, "collection", c.Collection, "reason", res.Reason)
 	case OutcomeRejected:
 		h.metrics.AddDim("CutoversRejected", "Kind", string(c.Kind), 1)
-		h.log.Error("cutover rejected by the publisher", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
+		h.log.Error("cutover rejected (by the publisher, or by the handoff for an output not in the bucket)", "task", c.TaskID, "collection", c.Collection, "reason", res.Reason)
 	}
 	return res
 }
@@ -463,7 +546,8 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 	}
 	// The release is of the tombstone the cleanup ran under: CCS must
 	// still hold that tombstone, read now, right before the intent.
-	if _, changed, err := h.factsChanged(ctx, c); err != nil {
+	facts, changed, err := h.factsChanged(ctx, c)
+	if err != nil {
 		return Result{}, err
 	} else if changed != "" {
 		res := h.finish(c, Result{Outcome: OutcomeFactsChanged, Reason: changed})
@@ -495,6 +579,15 @@ func (h *Handoff) release(ctx context.Context, c contract.Completion) (Result, e
 			h.metrics.Add("ReleaseIntentsDeferred", 1)
 			return Result{Outcome: OutcomeIntentNotAllowed, Reason: fmt.Sprintf("the head of incarnation %d still exists (v%d)", c.Inc(), head.Version)}, nil
 		}
+	}
+	// The graph above is the cleanup's word; what is owed is derived
+	// again here from the bucket, CCS's facts and our own clock.
+	if why, err := h.rederived(ctx, c, facts); err != nil {
+		return Result{}, err
+	} else if why != "" {
+		h.metrics.Add("ReleaseIntentsDeferred", 1)
+		h.log.Warn("release intent not owed yet by the handoff's own reading", "task", c.TaskID, "collection", c.Collection, "reason", why)
+		return Result{Outcome: OutcomeIntentNotAllowed, Reason: why}, nil
 	}
 	id := contract.ReleaseIntentID(contract.CollectionReleaseIntent, c.Collection, c.Inc())
 	req := contract.ReleaseIntentRequest{

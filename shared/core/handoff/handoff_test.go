@@ -118,15 +118,36 @@ func (p *fakePublisher) Cutover(_ context.Context, r contract.CutoverRequest) (c
 
 func completion(base uint64, started time.Time) contract.Completion {
 	in := input
-	out := contract.ObjectEntry{Key: "collections/c1/data/l1/t/0000.seg", DocCount: 10, MinRecordKey: "k10", MaxRecordKey: "k20"}
-	return contract.Completion{TaskID: "t", Kind: contract.KindCompaction, Collection: "c1", BaseManifestVersion: base,
+	out := contract.ObjectEntry{Level: 1, DocCount: 10, MinRecordKey: "k10", MaxRecordKey: "k20"}
+	c := contract.Completion{Kind: contract.KindCompaction, Collection: "c1", BaseManifestVersion: base,
 		BaseManifestChecksum: sum(base), Outcome: contract.OutcomeSucceeded, StartedAtUnixMs: started.UnixMilli(),
 		Coverage: &contract.Coverage{Removed: []contract.ObjectEntry{in}, Added: []contract.ObjectEntry{out}}}
+	reissue(&c)
+	return c
+}
+
+// reissue makes c the report of the task its fields name, as an executor
+// writes it: the task identity of its kind, base and facts, its outputs
+// under that task's keys (a transition's a copy of each input in tier
+// warm). Tests that change a completion's kind or facts reissue it.
+func reissue(c *contract.Completion) {
+	c.TaskID = contract.CompletionTaskID(*c)
+	if c.Coverage == nil {
+		return
+	}
+	for n := range c.Coverage.Added {
+		o := &c.Coverage.Added[n]
+		if c.Kind == contract.KindLifecycleTransition && n < len(c.Coverage.Removed) {
+			*o = c.Coverage.Removed[n]
+			o.Tier = contract.TierWarm
+		}
+		o.Key = contract.RewriteOutputKey(c.Collection, o.Level, c.TaskID, n)
+	}
 }
 
 func newHandoff(lin *fakeLineage, pub Publisher, g guard.Set) (*Handoff, *metrics.Recorder) {
 	m := metrics.New("handoff")
-	return New(lin, pub, &fakeCCS{}, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil), m
+	return New(lin, pub, &fakeCCS{}, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil).WithWritten(writtenAt(t0)), m
 }
 
 func TestRewriteDecisions(t *testing.T) {
@@ -190,7 +211,9 @@ func TestCoverageMustApplyToBase(t *testing.T) {
 				lin.held[other.Key] = other
 			}
 			pub := &fakePublisher{lin: lin}
-			h, m := newHandoff(lin, pub, guard.All())
+			// Provenance would refuse the two that add a foreign key
+			// first: the coverage check stands on its own.
+			h, m := newHandoff(lin, pub, withoutG("handoff_provenance"))
 			c := completion(5, t0)
 			tc.edit(c.Coverage)
 			res, err := h.Process(context.Background(), c)
@@ -279,7 +302,7 @@ func TestReleaseIntentOnlyWhenComplete(t *testing.T) {
 			ccs := &fakeCCS{facts: contract.CollectionFacts{FactsVersion: 4, Tombstoned: true, Incarnation: 2}}
 			lin := newLineage(1)
 			lin.headGone, lin.headInc = tc.headGone, tc.headInc
-			h := New(lin, nil, ccs, nil, time.Now, Config{Guards: tc.g}, nil, nil)
+			h := New(lin, nil, ccs, nil, time.Now, Config{Guards: tc.g}, nil, nil).WithRemains(fakeRemains{})
 			c := contract.Completion{TaskID: "tc", Kind: contract.KindTombstoneCleanup, Collection: "c1", Incarnation: 2, CCSFactsVersion: 4,
 				BaseManifestVersion: 1, BaseManifestChecksum: sum(1),
 				Outcome: contract.OutcomeSucceeded, Cleanup: &contract.Cleanup{Complete: tc.complete, Dependencies: tc.deps}}
@@ -359,9 +382,10 @@ func TestFactsCheckedPerKind(t *testing.T) {
 				lin := newLineage(5)
 				pub := &fakePublisher{lin: lin}
 				m := metrics.New("handoff")
-				h := New(lin, pub, ccs, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil)
+				h := New(lin, pub, ccs, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil).WithRemains(fakeRemains{}).WithWritten(writtenAt(t0))
 				c := completion(5, t0)
 				c.Kind, c.CCSFactsVersion, c.CCSFactsDigest = tc.kind, tc.planned.FactsVersion, contract.FactsDigest(tc.kind, tc.planned)
+				reissue(&c)
 				if tc.kind == contract.KindTombstoneCleanup {
 					c.Coverage, c.Cleanup = nil, &contract.Cleanup{Complete: true, Dependencies: allConfirmed}
 					lin.headGone = true
@@ -388,9 +412,10 @@ func TestFactsWithoutDigestCompareVersions(t *testing.T) {
 	lin := newLineage(5)
 	pub := &fakePublisher{lin: lin}
 	h := New(lin, pub, &fakeCCS{facts: contract.CollectionFacts{FactsVersion: 4}}, nil, func() time.Time { return t0.Add(time.Minute) },
-		Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, nil, nil)
+		Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, nil, nil).WithWritten(writtenAt(t0))
 	c := completion(5, t0)
 	c.CCSFactsVersion = 3
+	reissue(&c)
 	if res, err := h.Process(context.Background(), c); err != nil || res.Outcome != OutcomeFactsChanged || pub.calls != 0 {
 		t.Fatalf("%s %v, %d cutovers", res.Outcome, err, pub.calls)
 	}
@@ -405,9 +430,10 @@ func TestFactsUnavailableFailsClosed(t *testing.T) {
 		pub := &fakePublisher{lin: lin}
 		ccs := &fakeCCS{facts: contract.CollectionFacts{Tombstoned: true}, factsErr: fmt.Errorf("dial: %w", store.ErrThrottled)}
 		m := metrics.New("handoff")
-		h := New(lin, pub, ccs, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, m, nil)
+		h := New(lin, pub, ccs, nil, func() time.Time { return t0.Add(time.Minute) }, Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, m, nil).WithRemains(fakeRemains{}).WithWritten(writtenAt(t0))
 		c := completion(5, t0)
 		c.Kind = kind
+		reissue(&c)
 		if kind == contract.KindTombstoneCleanup {
 			c.Coverage, c.Cleanup = nil, &contract.Cleanup{Complete: true, Dependencies: allConfirmed}
 			lin.headGone = true
@@ -426,7 +452,7 @@ func TestFactsUnavailableFailsClosed(t *testing.T) {
 	pub := &fakePublisher{lin: lin, ambiguous: 1}
 	ccs := &fakeCCS{}
 	h := New(lin, &lostPublisher{pub, func() { ccs.facts.FactsVersion = 9 }}, ccs, nil, func() time.Time { return t0.Add(time.Minute) },
-		Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, nil, nil)
+		Config{MaxTaskLifetime: 15 * time.Minute, Guards: guard.All()}, nil, nil).WithWritten(writtenAt(t0))
 	if res, err := h.Process(context.Background(), completion(5, t0)); err != nil || res.Outcome != OutcomeFactsChanged || ccs.reads != 2 {
 		t.Fatalf("%s %v, %d facts reads", res.Outcome, err, ccs.reads)
 	}
@@ -464,10 +490,11 @@ func TestCutoverCarriesFactsAndStaleFactsDrops(t *testing.T) {
 		pub := &stalePublisher{}
 		m := metrics.New("handoff")
 		h := New(lin, pub, &fakeCCS{facts: contract.CollectionFacts{FactsVersion: 7}}, nil, func() time.Time { return t0.Add(time.Minute) },
-			Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil)
+			Config{MaxTaskLifetime: 15 * time.Minute, Guards: g}, m, nil).WithWritten(writtenAt(t0))
 		c := completion(5, t0)
 		c.CCSFactsVersion = 3
 		c.CCSFactsDigest = contract.FactsDigest(c.Kind, contract.CollectionFacts{Collection: c.Collection, FactsVersion: 7})
+		reissue(&c)
 		res, err := h.Process(context.Background(), c)
 		if err != nil || res.Outcome != OutcomeFactsChanged || m.Counts()["StaleFactsDropped|Kind=compaction"] != 1 || len(pub.reqs) != 1 {
 			t.Fatalf("guards %+v: %s %v %v, %d requests", g, res.Outcome, err, m.Counts(), len(pub.reqs))

@@ -30,7 +30,11 @@
 //   - Classify judges a lease record for the operator (healthy, suspect,
 //     terminal contradiction, identity mismatch, not held, invalid,
 //     indeterminate) from the record, the head and the facts at one time,
-//     without reading or writing; only suspect and terminal leases are
+//     without reading or writing. How overdue a holder is comes from the
+//     record alone: every acquire and heartbeat writes the holder's
+//     heartbeat time and interval (WithHeartbeat), and a reader's own
+//     lease policy is an input that never judges a holder (rule 16); a
+//     record without them is never suspect. Only suspect and terminal leases are
 //     releasable, and a release is a write conditioned on exactly the
 //     epoch, holder and expiry that were classified (awsio.LeaseTable.Release).
 //   - Every write is a conditional write in the Store. With the

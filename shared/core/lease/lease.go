@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -26,9 +25,10 @@ type Store interface {
 	// returns the written lease. When conditional, only if no record exists
 	// or the record is not done and its expiry is <= nowMs.
 	Acquire(ctx context.Context, l contract.Lease, nowMs int64, conditional bool) (contract.Lease, State, error)
-	// Extend sets the expiry of taskID. When conditional, only while the
-	// stored epoch and holder equal epoch and holder and it is not done.
-	Extend(ctx context.Context, taskID, holder string, epoch uint64, expiryMs int64, conditional bool) error
+	// Extend sets the expiry of taskID and records nowMs as its
+	// heartbeat. When conditional, only while the stored epoch and holder
+	// equal epoch and holder and it is not done.
+	Extend(ctx context.Context, taskID, holder string, epoch uint64, nowMs, expiryMs int64, conditional bool) error
 	// Complete marks taskID done. When conditional, only while the stored
 	// epoch and holder equal epoch and holder.
 	Complete(ctx context.Context, taskID, holder string, epoch uint64, nowMs int64, conditional bool) error
@@ -39,6 +39,10 @@ type Leases struct {
 	store       Store
 	conditional bool
 	ownWrite    bool
+	// heartbeat is the interval its holders heartbeat at, recorded in
+	// every lease they take (0: not recorded, and then no reader may call
+	// them overdue before their leases expire).
+	heartbeat time.Duration
 }
 
 // New returns the use case; g.LeaseCondition chooses conditional writes
@@ -46,6 +50,15 @@ type Leases struct {
 // on in production).
 func New(s Store, g guard.Set) *Leases {
 	return &Leases{store: s, conditional: g.LeaseCondition, ownWrite: g.OwnWrite}
+}
+
+// WithHeartbeat records every in each lease taken: the interval the
+// holders heartbeat at (their Keeper's), so the record itself says when
+// a holder is overdue (Classify), whatever lease policy its reader holds.
+func (l *Leases) WithHeartbeat(every time.Duration) *Leases {
+	c := *l
+	c.heartbeat = every
+	return &c
 }
 
 // ownAcquire reports whether the record that refused want is want itself:
@@ -75,6 +88,7 @@ func (l *Leases) Acquire(ctx context.Context, task contract.Task, holder string,
 		TaskID: task.TaskID, Kind: task.Kind, Collection: task.Collection,
 		BaseManifestVersion: task.BaseManifestVersion, BaseManifestChecksum: task.BaseManifestChecksum,
 		LeaseExpiryUnixMs: now.Add(d).UnixMilli(), Holder: holder, AcquiredAtUnixMs: now.UnixMilli(),
+		HeartbeatAtUnixMs: now.UnixMilli(), HeartbeatMs: l.heartbeat.Milliseconds(),
 	}
 	got, cur, err := l.store.Acquire(ctx, want, now.UnixMilli(), l.conditional)
 	switch {
@@ -96,10 +110,10 @@ func (l *Leases) Extend(ctx context.Context, ls contract.Lease, now time.Time, d
 		return ls, err
 	}
 	exp := now.Add(d).UnixMilli()
-	err := l.store.Extend(ctx, ls.TaskID, ls.Holder, ls.LeaseEpoch, exp, l.conditional)
+	err := l.store.Extend(ctx, ls.TaskID, ls.Holder, ls.LeaseEpoch, now.UnixMilli(), exp, l.conditional)
 	switch {
 	case err == nil:
-		ls.LeaseExpiryUnixMs = exp
+		ls.LeaseExpiryUnixMs, ls.HeartbeatAtUnixMs = exp, now.UnixMilli()
 		return ls, nil
 	case errors.Is(err, store.ErrConditionFailed):
 		return ls, &LostError{Op: "extend", TaskID: ls.TaskID, Holder: ls.Holder, Epoch: ls.LeaseEpoch}
@@ -145,11 +159,13 @@ func CheckScope(ls contract.Lease, task contract.Task) error {
 // write with it would address is another collection's or another base's
 // task (task ids are "<kind>-<collection>-v<base>-<hash>").
 func selfScope(ls contract.Lease) error {
-	// i<N>: a task of a later incarnation of the name.
-	tag := contract.IncarnationTag(contract.TaskIncarnation(ls.Collection, ls.TaskID))
-	want := fmt.Sprintf("%s-%s-%sv%d-", strings.ReplaceAll(string(ls.Kind), "_", ""), ls.Collection, tag, ls.BaseManifestVersion)
-	if !strings.HasPrefix(ls.TaskID, want) {
-		return &ScopeError{TaskID: ls.TaskID, Field: "task_id", Lease: ls.TaskID, Used: want + "..."}
+	// The identity names the lease's kind, collection (unless it is the
+	// short form of a long one, contract.TaskID) and base version; the
+	// incarnation it names is the lease's own (TaskIncarnation).
+	_, version, ok := contract.ParseTaskID(ls.Kind, ls.Collection, ls.TaskID)
+	if !ok || version != ls.BaseManifestVersion {
+		return &ScopeError{TaskID: ls.TaskID, Field: "task_id", Lease: ls.TaskID,
+			Used: fmt.Sprintf("an identity of a %s task of %s at base version %d", ls.Kind, ls.Collection, ls.BaseManifestVersion)}
 	}
 	return nil
 }

@@ -205,15 +205,17 @@ func TestAcquireRecognisesOwnAppliedWrite(t *testing.T) {
 	}
 }
 
-// The grace floor is exactly two heartbeats: a lease whose last heartbeat
-// is 2 intervals old is healthy, a millisecond later it is suspect; at its
-// expiry it is not held.
+// The grace floor is exactly two of the holder's heartbeat intervals: a
+// lease whose last heartbeat is 2 intervals old is healthy, a millisecond
+// later it is suspect; at its expiry it is not held.
 func TestClassifyHeartbeatBoundary(t *testing.T) {
-	tm := Timing{Duration: 2 * time.Minute, Heartbeat: 30 * time.Second, ClockSkew: time.Minute}
+	tm := Timing{ClockSkew: time.Minute}
+	ctx := context.Background()
+	l, err := New(NewMemory(), guard.All()).WithHeartbeat(30*time.Second).Acquire(ctx, task(), "A", t0, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tk := task()
-	l := contract.Lease{TaskID: tk.TaskID, Kind: tk.Kind, Collection: tk.Collection, BaseManifestVersion: tk.BaseManifestVersion,
-		BaseManifestChecksum: tk.BaseManifestChecksum, LeaseEpoch: 1, Holder: "A", AcquiredAtUnixMs: t0.UnixMilli(),
-		LeaseExpiryUnixMs: t0.Add(2 * time.Minute).UnixMilli()}
 	ev := Evidence{HeadVersion: tk.BaseManifestVersion, HeadChecksum: tk.BaseManifestChecksum}
 	for _, tc := range []struct {
 		at   time.Duration
@@ -225,6 +227,65 @@ func TestClassifyHeartbeatBoundary(t *testing.T) {
 	}
 	if got := Classify(State{Lease: l}, Evidence{HeadErr: "timeout"}, t0.Add(time.Second), tm); got.Class != ClassIndeterminate || got.Releasable {
 		t.Errorf("head unreadable: %+v", got)
+	}
+}
+
+// How overdue a holder is comes from its lease record, never from the
+// reader's policy (rule 16): the holder's heartbeat time and interval are
+// written with every acquire and heartbeat, so a holder with a short
+// lease (here 20 s, heartbeat 5 s), heartbeated just now, is healthy
+// whatever a reader would assume; it is suspect only after missing two
+// of its own heartbeats. A record without them, or with a previous
+// holder's left behind (heartbeat before the acquisition), is never
+// suspect: it is judged by its expiry.
+func TestClassifyJudgesTheHolderByItsRecord(t *testing.T) {
+	ctx := context.Background()
+	tk := task()
+	ev := Evidence{HeadVersion: tk.BaseManifestVersion, HeadChecksum: tk.BaseManifestChecksum}
+	tm := Timing{ClockSkew: 10 * time.Second}
+	mem := NewMemory()
+	l, err := New(mem, guard.All()).WithHeartbeat(5*time.Second).Acquire(ctx, tk, "short", t0, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.HeartbeatAtUnixMs != t0.UnixMilli() || l.HeartbeatMs != 5000 {
+		t.Fatalf("the acquisition records no heartbeat: %+v", l)
+	}
+	if got := Classify(State{Lease: l}, ev, t0.Add(time.Second), tm); got.Class != ClassHealthy {
+		t.Errorf("a holder that heartbeated 1 s ago: %s (%s)", got.Class, got.Detail)
+	}
+	if got := Classify(State{Lease: l}, ev, t0.Add(11*time.Second), tm); got.Class != ClassSuspect {
+		t.Errorf("a holder that missed two of its 5 s heartbeats: %s (%s)", got.Class, got.Detail)
+	}
+	// A heartbeat moves the record's heartbeat time.
+	if l, err = New(mem, guard.All()).WithHeartbeat(5*time.Second).Extend(ctx, l, t0.Add(9*time.Second), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := mem.Get(tk.TaskID)
+	if st.Lease.HeartbeatAtUnixMs != t0.Add(9*time.Second).UnixMilli() || st.Lease.LeaseExpiryUnixMs != l.LeaseExpiryUnixMs {
+		t.Fatalf("the heartbeat is not recorded: %+v", st.Lease)
+	}
+	if got := Classify(st, ev, t0.Add(11*time.Second), tm); got.Class != ClassHealthy {
+		t.Errorf("a holder that heartbeated 2 s ago: %s (%s)", got.Class, got.Detail)
+	}
+	// No heartbeat recorded (a holder recording none), or a previous
+	// holder's left behind: never suspect, judged by the expiry.
+	none, err := New(NewMemory(), guard.All()).Acquire(ctx, tk, "silent", t0, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := l
+	left.Holder, left.LeaseEpoch, left.AcquiredAtUnixMs, left.LeaseExpiryUnixMs = "later", 2, t0.Add(40*time.Second).UnixMilli(), t0.Add(70*time.Second).UnixMilli()
+	for name, rec := range map[string]contract.Lease{"none": none, "left behind": left} {
+		for _, at := range []time.Duration{time.Second, 19 * time.Second} {
+			at := t0.Add(at)
+			if rec.AcquiredAtUnixMs > t0.UnixMilli() {
+				at = at.Add(40 * time.Second)
+			}
+			if got := Classify(State{Lease: rec}, ev, at, tm); got.Class != ClassHealthy || got.Releasable || got.HeartbeatAge != "" {
+				t.Errorf("%s: %s (%s), want healthy: no heartbeat of its holder's to judge", name, got.Class, got.Detail)
+			}
+		}
 	}
 }
 

@@ -50,7 +50,7 @@ func (m *Memory) Acquire(_ context.Context, l contract.Lease, nowMs int64, condi
 }
 
 // Extend implements Store.
-func (m *Memory) Extend(_ context.Context, taskID, holder string, epoch uint64, expiryMs int64, conditional bool) error {
+func (m *Memory) Extend(_ context.Context, taskID, holder string, epoch uint64, nowMs, expiryMs int64, conditional bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	cur, ok := m.items[taskID]
@@ -58,7 +58,7 @@ func (m *Memory) Extend(_ context.Context, taskID, holder string, epoch uint64, 
 		return fmt.Errorf("extend lease %s: %w", taskID, store.ErrConditionFailed)
 	}
 	cur.Lease.TaskID = taskID
-	cur.Lease.LeaseExpiryUnixMs = expiryMs
+	cur.Lease.LeaseExpiryUnixMs, cur.Lease.HeartbeatAtUnixMs = expiryMs, nowMs
 	m.items[taskID] = cur
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -353,6 +354,57 @@ func (r *Reader) WalkFrom(ctx context.Context, collection string, floor uint64) 
 	if err != nil {
 		return Walk{Head: h}, err
 	}
+	return r.walkParents(ctx, h, m, floor)
+}
+
+// WalkFromHead walks as WalkFrom does from a head read before (a dropped
+// lifetime's cleanup records the head it asked the publisher to retire,
+// and walks the retired lineage from it): its root verified against the
+// head's checksum and version, then the parents.
+func (r *Reader) WalkFromHead(ctx context.Context, h contract.Head, floor uint64) (Walk, error) {
+	m, err := r.Root(ctx, h.ManifestKey, h.ManifestChecksum)
+	if err != nil {
+		return Walk{Head: h}, err
+	}
+	if m.Version != h.Version || m.Collection != h.Collection {
+		return Walk{Head: h}, fmt.Errorf("%w: root %s is %s v%d, the recorded head says %s v%d: %w", ErrBadHead, h.ManifestKey, m.Collection, m.Version, h.Collection, h.Version, contract.ErrInvalid)
+	}
+	return r.walkParents(ctx, h, m, floor)
+}
+
+// RootAt reads the root at key, which no head names (a root above a
+// restored head, a retired lineage's root), and verifies it against its
+// key: the checksum prefix the key carries is the document's own (else a
+// *contract.ChecksumError: not a root the publisher wrote there), and the
+// key names exactly its collection, incarnation and version
+// (contract.ManifestKey), as every root the publisher writes.
+func (r *Reader) RootAt(ctx context.Context, collection, key string) (contract.Manifest, error) {
+	m, _, err := r.RootAtSum(ctx, collection, key)
+	return m, err
+}
+
+// RootAtSum is RootAt, with the root's checksum.
+func (r *Reader) RootAtSum(ctx context.Context, collection, key string) (contract.Manifest, string, error) {
+	b, err := GetLimited(ctx, counted{r}, "manifest", key, contract.MaxRootBytes)
+	if err != nil {
+		return contract.Manifest{}, "", fmt.Errorf("open manifest %s: %w", key, err)
+	}
+	sum := contract.Checksum(b)
+	if hex := strings.TrimPrefix(sum, "sha256:"); !strings.HasSuffix(key, "-"+hex[:16]+".json") {
+		return contract.Manifest{}, "", &contract.ChecksumError{Where: key, Expected: "the checksum its key names", Actual: sum}
+	}
+	m, err := contract.DecodeManifest(key, b)
+	if err != nil {
+		return m, "", err
+	}
+	if m.Collection != collection || contract.ManifestKey(collection, m.Inc(), m.Version, sum) != key {
+		return m, "", fmt.Errorf("manifest %s is not the root its key names (%s incarnation %d v%d): %w", key, m.Collection, m.Inc(), m.Version, contract.ErrInvalid)
+	}
+	return m, sum, nil
+}
+
+// walkParents follows m's parent links down to floor.
+func (r *Reader) walkParents(ctx context.Context, h contract.Head, m contract.Manifest, floor uint64) (Walk, error) {
 	w := Walk{Head: h, Roots: []contract.Manifest{m}}
 	for m.ParentVersion != 0 && m.ParentVersion >= floor {
 		parent, err := r.Root(ctx, m.ParentKey, m.ParentChecksum)

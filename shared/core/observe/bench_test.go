@@ -241,6 +241,9 @@ func (f *fixture) writeFullManifest(ctx context.Context) error {
 // real observer (through the same awsio adapters and counted SDK clients).
 // It does not diff against the previous manifest (which a full-manifest
 // observer would need for GC debt), so it is a lower bound on that path.
+// fullManifestReadLimit bounds the baseline's one read of the full manifest.
+const fullManifestReadLimit = 4 << 30
+
 type fullObserver struct {
 	bucket *awsio.Bucket
 	state  *awsio.ObservedTable
@@ -257,7 +260,9 @@ func (o *fullObserver) observe(ctx context.Context, version uint64) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	body, err := o.bucket.Get(ctx, head.ManifestKey)
+	// The whole set is one document, far past the coordinator's read cap
+	// (awsio.MaxGetBytes): a full-manifest observer has to read it all.
+	body, err := o.bucket.GetLimited(ctx, head.ManifestKey, fullManifestReadLimit)
 	if err != nil {
 		return 0, err
 	}

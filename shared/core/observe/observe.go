@@ -34,6 +34,9 @@ type StateStore interface {
 	// earlier may be due later). It returns the previous
 	// state (zero when none). When the recorded version is not older it
 	// returns that state and an error wrapping store.ErrConditionFailed.
+	// With st.Expect set it records st only while there is no record or
+	// the record holds exactly that head, and otherwise returns the
+	// recorded state and the same error.
 	Advance(ctx context.Context, st Observed) (prev Observed, err error)
 	// Get returns the recorded state of one incarnation (zero Observed
 	// when none).
@@ -48,11 +51,13 @@ type TaskQueue interface {
 	Enqueue(ctx context.Context, tasks []contract.Task) error
 }
 
-// Cleanups says whether the tombstone cleanup of one incarnation finished
-// (its completion was handed to the release workflow) under the given CCS
-// facts version: nothing is scheduled for it after that.
+// Cleanups says when the tombstone cleanup of one incarnation handed its
+// completion to the release workflow under the given CCS facts version (0:
+// it did not). That is derivative state: reconciliation trusts it only
+// until the completion's delivery bound passed (Config.ReleaseReaskAfter);
+// after that, CCS's facts decide whether the release is still owed.
 type Cleanups interface {
-	CleanupDone(ctx context.Context, collection string, incarnation, factsVersion uint64) (bool, error)
+	CleanupDoneAt(ctx context.Context, collection string, incarnation, factsVersion uint64) (doneAtUnixMs int64, err error)
 }
 
 // FactsSource reads CCS scheduling facts.
@@ -96,6 +101,23 @@ type Observed struct {
 	CompactionIdleVersion  uint64
 	CompactionIdleChecksum string
 	CompactionIdlePolicy   string // the compaction policy's fingerprint it was planned under
+	// Expect is not recorded: the head an advance requires the record to
+	// hold (descent.go, guard.LineageDescent).
+	Expect *Expect `json:"-"`
+	// UnverifiedFromVersion and UnverifiedFromChecksum are the recorded
+	// head an advance over a gap started from, kept until GC's walk of
+	// the lineage holds it (descent.go); 0: none.
+	UnverifiedFromVersion  uint64
+	UnverifiedFromChecksum string
+}
+
+// Expect is a recorded head an advance requires (Version 0: no record).
+// KeepFrom: the advance keeps this head in the record as the head it
+// advanced from without checking descent (a gap), unless one is kept.
+type Expect struct {
+	Version  uint64
+	Checksum string
+	KeepFrom bool
 }
 
 // CompactionOwed reports whether compaction is owed at the recorded head:
@@ -130,6 +152,12 @@ type Debt struct {
 	GCBytes                  int64
 	GCDueAtUnixMs            int64 // earliest time any of that debt may become deletable
 	GCSweptAtUnixMs          int64 // when a GC sweep last finished (written by GC)
+	// GCAddedObjects and GCAddedBytes are the running totals of the GC
+	// debt the advances added (never reset): a sweep record carried
+	// forward to a head keeps what the advances after it added by
+	// difference (gc.SweepRecord.Added), so it lands however fast the
+	// head moves.
+	GCAddedObjects, GCAddedBytes int64
 	// RetentionObjects are dereferenced objects the last GC sweep found
 	// held by lifecycle retention alone (every other delete gate passed);
 	// RetentionDueAtUnixMs is when the first of them becomes due (0:
@@ -179,6 +207,10 @@ type Config struct {
 	// Paused collections get no new task from the observer or
 	// reconciliation (policy paused_collections).
 	Paused policy.CollectionSet
+	// ReleaseReaskAfter: a dropped incarnation whose cleanup reported done
+	// this long ago and whose release CCS has not recorded is scheduled
+	// again (policy.Policy.ReleaseReaskAfter; guard.ReleaseReask).
+	ReleaseReaskAfter time.Duration
 }
 
 // ConfigFrom is the observer's configuration under a validated policy (GC
@@ -196,6 +228,7 @@ func ConfigFrom(p policy.Policy, compactionDue func(contract.Summary) bool) Conf
 		CompactionMaxWait:      p.Compaction.MaxWaitBehindTransition.D(),
 		CompactionRebuildAfter: max(p.Compaction.RebuildAfter.D(), p.MaxTaskLifetime.D()),
 		CoalesceRewrites:       true,
+		ReleaseReaskAfter:      p.ReleaseReaskAfter(),
 	}
 }
 
@@ -323,7 +356,7 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 	if o.cfg.CoalesceRewrites && slices.ContainsFunc(tasks, func(t contract.Task) bool { return t.Kind.Rewrites() }) {
 		st.RewriteClaims = 1 // the advance counts this head's claim
 	}
-	prev, err := o.state.Advance(ctx, st)
+	prev, err := o.advance(ctx, st, root)
 	res := Result{Collection: collection, Incarnation: head.Inc(), Version: head.Version, Previous: prev.Version, Debt: st.Debt, Origin: root.Origin.Kind, FactsVersion: st.FactsVersion}
 	own := false
 	switch {
@@ -333,6 +366,8 @@ func (o *Observer) observe(ctx context.Context, collection string, reconciling b
 		// before it is unknown. It is this observation's advance.
 		own, prev, res.Previous = true, Observed{}, 0
 		o.metrics.Add("OwnWritesRecognised", 1)
+	case errors.Is(err, ErrLineageReplaced):
+		return o.replaced(ctx, res, prev, head, read)
 	case errors.Is(err, store.ErrConditionFailed):
 		return o.absorbed(ctx, res, prev, head, root, facts, read, reconciling)
 	case err != nil:

@@ -13,8 +13,10 @@
 //     resurface.
 //   - segment: an immutable object holding records strictly sorted by key, at
 //     most one version per key.
-//   - block: the unit of reading and verification; a reader holds one block
-//     per open iterator, never a whole object.
+//   - block: the unit of verification. Reads are of ranges: runs of whole
+//     blocks of at most ReadOptions.RangeBytes (default 4 MiB), because
+//     object storage answers a GET after tens of milliseconds whatever its
+//     size; an object of at most one range is read whole.
 //
 // # Invariants
 //
@@ -25,11 +27,14 @@
 //     section, block number and byte offset (errors.Is(err, ErrCorrupt)); a
 //     transport failure is wrapped as is, so callers can tell "retry the read"
 //     from "this object is bad".
-//   - Memory is bounded by block size: an iterator holds one block; Merge
-//     holds one block per input plus one output block, besides the block
+//   - Memory is bounded by the range size, never by the object's: an
+//     iterator holds at most two ranges (the one it decodes and the one read
+//     ahead), each at most max(RangeBytes, one block); a Reader of an object
+//     of at most one range holds that object, which its iterators share.
+//     Merge holds that per input plus one output block, besides the block
 //     indexes (about 24 bytes plus the first key per block of each input and
-//     of the open output). Record bytes never scale with object size, so a
-//     Lambda can merge objects larger than its memory.
+//     of the open output). So a Lambda can merge objects larger than its
+//     memory: 2 x RangeBytes per input, whatever the inputs' sizes.
 //   - Writing is deterministic: the same records with the same options give
 //     the same bytes, so a retried compaction rewrites identical objects
 //     under the same keys (and the same checksums).
@@ -102,9 +107,13 @@
 //	   88     4  footer_crc         CRC-32C of footer bytes [0, 88)
 //	   92     8  magic              "BCC-SEG\x00"
 //
-// A reader opens a segment with two reads (footer, then index), verifies both
-// CRCs and cross-checks the index against the footer, then reads one block
-// per read.
+// A reader opens a segment with one read of its last TailBytes (128 KiB:
+// the footer and, for any object up to about 100 MiB of 64 KiB blocks, the
+// index; the whole object when it is at most one range), a second one only
+// for an index that does not fit, verifies both CRCs and cross-checks the
+// index against the footer. Its iterators read ranges of whole blocks, the
+// next while the current one is decoded (ReadOptions.NoReadAhead turns that
+// off), and verify each block's CRC as they reach it.
 //
 // # Limits a reader enforces (memory bounded by the format, not the object)
 //
@@ -112,10 +121,11 @@
 // that length is allocated or read: the index length against MaxIndexLength
 // (at Open, from the footer alone), every block length against
 // MaxBlockLength and its record count against what its length can hold (at
-// Open, from the index). So Open allocates at most MaxIndexLength bytes
-// (plus about 48 bytes per block of bookkeeping, at most
-// MaxIndexLength / 25 blocks) and an iterator at most MaxBlockLength,
-// whatever a footer or index claims. A key longer than MaxKeyLen inside a
+// Open, from the index). So Open allocates at most max(TailBytes,
+// RangeBytes) + MaxIndexLength bytes (plus about 48 bytes per block of
+// bookkeeping, at most MaxIndexLength / 25 blocks) and an iterator at most
+// two ranges of max(RangeBytes, MaxBlockLength), whatever a footer or index
+// claims. A key longer than MaxKeyLen inside a
 // block is corruption at read. An empty segment must claim zero ranges; for
 // a non-empty one, the footer's ts and seq ranges must be exactly the
 // records' (checked when an iterator reaches the end), and its min/max keys

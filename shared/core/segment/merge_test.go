@@ -240,30 +240,34 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return c.ReaderAt.ReadAt(p, off)
 }
 
-// The merge reads one block at a time: the largest read does not grow with
-// the size of the inputs, while the bytes read do.
+// The merge reads ranges of whole blocks: the largest read does not grow
+// with the size of the inputs (at most the range size), while the bytes
+// read do, and every block byte is read once.
 func TestMergeMemoryDoesNotGrowWithInputSize(t *testing.T) {
 	const block = 4 << 10
 	const maxPayload = 200
-	limit := block + crcSize // a block never holds more record bytes than the block size
+	const rangeBytes = 64 << 10
+	limit := rangeBytes
 	var prevTotal int64
 	for _, n := range []int{2_000, 20_000, 100_000} {
 		var counters []*countingReaderAt
-		inputs := make([][]byte, 3)
-		for i := range inputs {
+		its := make([]*Iterator, 3)
+		for i := range its {
 			recs := make([]Record, n)
 			for j := range recs {
 				recs[j] = Record{Key: fmt.Sprintf("k%08d", j*3+i%2), Seq: uint64(i*n + j + 1), Payload: make([]byte, j%maxPayload)}
 			}
-			inputs[i], _ = encode(t, recs, WriterOptions{BlockSize: block})
-		}
-		its := openIters(t, inputs, func(r io.ReaderAt) io.ReaderAt {
-			c := &countingReaderAt{ReaderAt: r}
+			b, _ := encode(t, recs, WriterOptions{BlockSize: block})
+			c := &countingReaderAt{ReaderAt: bytes.NewReader(b)}
+			r, err := OpenWith(c, int64(len(b)), ReadOptions{RangeBytes: rangeBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.mu.Lock()
+			c.armed = true // the reads after Open: the blocks
+			c.mu.Unlock()
 			counters = append(counters, c)
-			return c
-		})
-		for _, c := range counters {
-			c.armed = true
+			its[i] = r.Iter()
 		}
 		st, err := Merge(context.Background(), its, OutputFuncs{New: func(int) (io.Writer, error) { return io.Discard, nil }}, MergeOptions{Writer: WriterOptions{BlockSize: block}, TargetObjectBytes: 1 << 20})
 		if err != nil {
@@ -272,7 +276,7 @@ func TestMergeMemoryDoesNotGrowWithInputSize(t *testing.T) {
 		var total int64
 		for i, c := range counters {
 			if c.maxRead > limit {
-				t.Fatalf("n=%d input %d: a single read of %d bytes, more than a block (%d)", n, i, c.maxRead, limit)
+				t.Fatalf("n=%d input %d: a single read of %d bytes, more than a range (%d)", n, i, c.maxRead, limit)
 			}
 			total += c.total
 		}

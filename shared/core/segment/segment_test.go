@@ -283,8 +283,9 @@ func (f failingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func TestTransportErrorIsNotCorruption(t *testing.T) {
-	b, f := encode(t, sampleRecords(100), WriterOptions{BlockSize: 256})
-	r, err := Open(failingReaderAt{bytes.NewReader(b), f.IndexOffset + f.IndexLength + 1}, int64(len(b)))
+	// Larger than the tail Open reads, so that blocks are read later.
+	b, f := encode(t, sampleRecords(5000), WriterOptions{BlockSize: 256})
+	r, err := OpenWith(failingReaderAt{bytes.NewReader(b), f.IndexOffset + f.IndexLength + 1}, int64(len(b)), ReadOptions{RangeBytes: 512})
 	if err != nil {
 		t.Fatal(err)
 	}

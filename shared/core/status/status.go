@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -103,6 +104,7 @@ type Desired struct {
 type GCView struct {
 	Refused          string         `json:"refused,omitempty"`
 	Blocked          string         `json:"blocked,omitempty"`
+	ListingError     string         `json:"listing_error,omitempty"`
 	Deletable        int            `json:"deletable_now"`
 	Deferred         int            `json:"deferred"`
 	DeferredByReason map[string]int `json:"deferred_by_reason,omitempty"`
@@ -118,6 +120,9 @@ type GCView struct {
 	// of that incarnation: a confirmation never crosses lifetimes).
 	Incarnation uint64       `json:"incarnation"`
 	Lineage     *LineageView `json:"lineage_confirmation,omitempty"`
+	// LifecycleRetention is a dropped collection's release dependency
+	// "lifecycle retention passed" as GC's plan sees it (nil: not dropped).
+	LifecycleRetention *contract.Dependency `json:"lifecycle_retention_dependency,omitempty"`
 }
 
 // LineageView is an operator's lineage confirmation as status shows it.
@@ -165,16 +170,21 @@ type Collection struct {
 	Reasons []string `json:"reasons"`
 	Desired Desired  `json:"desired"`
 	Current Current  `json:"current"`
+	// Owed is what is owed for the collection, since when, and who it
+	// waits on (owed.go).
+	Owed []Owed `json:"owed"`
 }
 
 // Snapshot is the fleet's snapshot at one as_of.
 type Snapshot struct {
-	AsOf         time.Time    `json:"as_of"`
-	State        State        `json:"state"`
-	Reasons      []string     `json:"reasons"`
-	Queues       []Queue      `json:"queues"`
-	CatalogError string       `json:"catalog_error,omitempty"`
-	Collections  []Collection `json:"collections"`
+	AsOf         time.Time `json:"as_of"`
+	State        State     `json:"state"`
+	Reasons      []string  `json:"reasons"`
+	Queues       []Queue   `json:"queues"`
+	CatalogError string    `json:"catalog_error,omitempty"`
+	// LeasesError: the fleet's lease records could not be listed.
+	LeasesError string       `json:"leases_error,omitempty"`
+	Collections []Collection `json:"collections"`
 }
 
 // Options select what to collect.
@@ -212,11 +222,13 @@ func Collect(ctx context.Context, p Ports, o Options, asOf time.Time) Snapshot {
 			s.Queues = append(s.Queues, q)
 		}
 	}
-	timing := lease.Timing{Duration: o.Policy.LeaseDuration.D(), Heartbeat: o.Policy.LeaseHeartbeat.D(), ClockSkew: o.Policy.ClockSkew.D()}
-	// One listing of every lease for more than one collection (a Scan per
-	// collection would read the table once per collection).
+	timing := lease.Timing{ClockSkew: o.Policy.ClockSkew.D()}
+	// The fleet: one listing of every lease (a Scan per collection would
+	// read the table once per collection), and every collection a lease
+	// record names is in the snapshot too, listed by CCS or not (a lease
+	// is never hidden because the catalog is unreadable or forgot it).
 	leasesOf := func(ctx context.Context, c string) ([]lease.State, error) { return p.Leases(ctx, c) }
-	if len(names) > 1 {
+	if len(o.Collections) == 0 || len(names) > 1 {
 		all, err := p.Leases(ctx, "")
 		byColl := map[string][]lease.State{}
 		for _, st := range all {
@@ -225,6 +237,16 @@ func Collect(ctx context.Context, p Ports, o Options, asOf time.Time) Snapshot {
 		leasesOf = func(context.Context, string) ([]lease.State, error) { return nil, err }
 		if err == nil {
 			leasesOf = func(_ context.Context, c string) ([]lease.State, error) { return byColl[c], nil }
+		} else {
+			s.LeasesError = err.Error()
+		}
+		if len(o.Collections) == 0 {
+			for c := range byColl {
+				if c != "" && !slices.Contains(names, c) {
+					names = append(names, c)
+				}
+			}
+			sort.Strings(names)
 		}
 	}
 	// Collections are read concurrently (bounded): each one's reads are
@@ -281,13 +303,20 @@ func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Tim
 	} else if st.Version != 0 {
 		c.Current.Observed = &st
 	}
-	if !noHead {
-		if plan, err := p.GC(ctx, name, asOf); err != nil && !errors.Is(err, gc.ErrRefused) {
+	// A dropped lifetime's head is retired before its cleanup deletes
+	// anything: GC's plan then shows what the cleanup holds from its
+	// newest root (gc.PlanSweep), so it is asked while a cleanup is there.
+	if dropped := c.Desired.Facts != nil && c.Desired.Facts.Tombstoned && c.Current.Cleanup != nil; !noHead || dropped {
+		if plan, err := p.GC(ctx, name, asOf); noHead && err != nil {
+			// No lineage of the dropped lifetime left to plan from: the
+			// cleanup's cursor says what is left.
+		} else if err != nil && !errors.Is(err, gc.ErrRefused) {
 			c.Current.GCError = err.Error()
 		} else {
 			v := &GCView{Deletable: len(plan.Delete), Deferred: plan.DeferredCount, DeferredByReason: plan.DeferredByReason,
 				NextDueUnixMs: plan.NextDueUnixMs(), Orphans: len(plan.Orphans), OrphansYoung: plan.OrphansYoung, Trimmable: len(plan.Trim),
-				Remaining: plan.Remaining, CorruptParts: len(plan.CorruptParts), Blocked: plan.Blocked, GlobalSafeTs: plan.GlobalSafeTsUnixMs}
+				Remaining: plan.Remaining, CorruptParts: len(plan.CorruptParts), Blocked: plan.Blocked, ListingError: plan.ListingError, GlobalSafeTs: plan.GlobalSafeTsUnixMs,
+				LifecycleRetention: plan.LifecycleRetention}
 			if err != nil {
 				v.Refused = err.Error()
 			}
@@ -298,6 +327,8 @@ func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Tim
 			}
 			c.Current.GC = v
 		}
+	}
+	if !noHead {
 		if res, cur, err := p.Preview(ctx, name); err != nil {
 			c.Current.PreviewError = err.Error()
 		} else {
@@ -320,19 +351,54 @@ func collect(ctx context.Context, p Ports, o Options, name string, asOf time.Tim
 		sort.Slice(c.Current.Leases, func(i, j int) bool { return c.Current.Leases[i].Lease.TaskID < c.Current.Leases[j].Lease.TaskID })
 	}
 	c.State, c.Reasons = judge(c, noHead)
+	c.Owed = owedOf(c, asOf, o.Policy)
 	return c
+}
+
+// Unreadable is one source of a collection that could not be read.
+type Unreadable struct{ What, Err string }
+
+// UnreadableSources are the sources of c that could not be read. They
+// include what GC's plan could not read: the watermark (GC deletes
+// nothing: blocked) and the data listing (nothing proposed as
+// never-committed); a plan counted from either is a blind read.
+func UnreadableSources(c Collection) []Unreadable {
+	var out []Unreadable
+	for _, e := range []Unreadable{
+		{"ccs facts", c.Desired.FactsError}, {"head", c.Current.HeadError}, {"observed state", c.Current.ObservedError},
+		{"gc plan", c.Current.GCError}, {"leases", c.Current.LeasesError}, {"tombstone cleanup progress", c.Current.CleanupError},
+	} {
+		if e.Err != "" {
+			out = append(out, e)
+		}
+	}
+	if g := c.Current.GC; g != nil {
+		out = append(out, GCUnreadable(g.Blocked, g.ListingError)...)
+	}
+	return out
+}
+
+// GCUnreadable are the sources a GC plan could not read, from its Blocked
+// and ListingError: the watermark (nothing is deleted), the data listing
+// (nothing is proposed as never-committed), or whatever else blocked it.
+func GCUnreadable(blocked, listingErr string) []Unreadable {
+	var out []Unreadable
+	if rest, ok := strings.CutPrefix(blocked, gc.BlockedWatermark); ok {
+		out = append(out, Unreadable{"watermark", rest})
+	} else if blocked != "" {
+		out = append(out, Unreadable{"gc plan (blocked)", blocked})
+	}
+	if listingErr != "" {
+		out = append(out, Unreadable{"data listing", listingErr})
+	}
+	return out
 }
 
 // judge decides one collection's state from what was read.
 func judge(c Collection, noHead bool) (State, []string) {
 	var unknown []string
-	for _, e := range []struct{ what, err string }{
-		{"ccs facts", c.Desired.FactsError}, {"head", c.Current.HeadError}, {"observed state", c.Current.ObservedError},
-		{"gc plan", c.Current.GCError}, {"leases", c.Current.LeasesError}, {"tombstone cleanup progress", c.Current.CleanupError},
-	} {
-		if e.err != "" {
-			unknown = append(unknown, fmt.Sprintf("%s unreadable: %s", e.what, e.err))
-		}
+	for _, e := range UnreadableSources(c) {
+		unknown = append(unknown, fmt.Sprintf("%s unreadable: %s", e.What, e.Err))
 	}
 	if len(unknown) > 0 {
 		return Unknown, unknown
@@ -358,6 +424,9 @@ func judge(c Collection, noHead bool) (State, []string) {
 			}
 			if n := g.Deletable + g.Deferred + g.Orphans + g.OrphansYoung; n > 0 {
 				left = append(left, fmt.Sprintf("%d objects to delete (%d now, %d deferred, %d never-committed outputs)", n, g.Deletable, g.Deferred, g.Orphans+g.OrphansYoung))
+			}
+			if d := g.LifecycleRetention; d != nil && d.State != contract.DependencyConfirmed {
+				left = append(left, fmt.Sprintf("%s %s (%s)", d.Name, d.State, d.Evidence))
 			}
 		}
 		if live > 0 {
@@ -424,6 +493,9 @@ func judgeFleet(s Snapshot) (State, []string) {
 	if s.CatalogError != "" {
 		unknown = append(unknown, "CCS collection list unreadable: "+s.CatalogError)
 	}
+	if s.LeasesError != "" {
+		unknown = append(unknown, "lease records unreadable: "+s.LeasesError)
+	}
 	for _, q := range s.Queues {
 		switch {
 		case q.Error != "":
@@ -456,5 +528,5 @@ func judgeFleet(s Snapshot) (State, []string) {
 			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
 		}
 	}
-	return Running, []string{fmt.Sprintf("%d collections: %v", len(s.Collections), parts)}
+	return Running, []string{fmt.Sprintf("%d collections: %s", len(s.Collections), strings.Join(parts, ", "))}
 }

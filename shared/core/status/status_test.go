@@ -118,3 +118,27 @@ func TestPlanMergesOneTaskIdentity(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+// A blind read is never healthy: with the catalog unreadable the fleet is
+// Unknown, and a collection with a lease record is still in the snapshot
+// with its lease (the listing of leases does not depend on the catalog).
+func TestUnreadableCatalogHidesNoLease(t *testing.T) {
+	f := sources()
+	f.factsErr = errors.New("connection refused")
+	tk := contract.NewTask(contract.KindCompaction, "c1", 3, f.heads["c1"].ManifestChecksum, 1, 0)
+	f.leases = []lease.State{{Lease: contract.Lease{TaskID: tk.TaskID, Kind: tk.Kind, Collection: "c1", BaseManifestVersion: 3,
+		BaseManifestChecksum: tk.BaseManifestChecksum, LeaseEpoch: 1, Holder: "A", AcquiredAtUnixMs: t0.UnixMilli(), LeaseExpiryUnixMs: t0.Add(2 * time.Minute).UnixMilli()}}}
+	s := Collect(context.Background(), f.ports(), Options{Policy: policy.Default(), SkipQueues: true}, t0.Add(time.Second))
+	if s.State != Unknown || s.CatalogError == "" {
+		t.Fatalf("catalog down: fleet %s %v", s.State, s.Reasons)
+	}
+	if len(s.Collections) != 1 || s.Collections[0].Name != "c1" || len(s.Collections[0].Current.Leases) != 1 || s.Collections[0].State != Unknown {
+		t.Fatalf("the lease of c1 is hidden when the catalog is unreadable: %+v", s.Collections)
+	}
+	f.factsErr = nil
+	ports := f.ports()
+	ports.Leases = func(context.Context, string) ([]lease.State, error) { return nil, errors.New("table unreachable") }
+	if s := Collect(context.Background(), ports, Options{Policy: policy.Default(), SkipQueues: true}, t0); s.State != Unknown || s.LeasesError == "" {
+		t.Fatalf("lease records unreadable: fleet %s %v", s.State, s.Reasons)
+	}
+}

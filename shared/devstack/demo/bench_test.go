@@ -14,12 +14,16 @@ import (
 func BenchmarkDemoWorkload(b *testing.B) {
 	var tasks, cutovers, merges, stale int
 	least := -1
+	var wa WriteAmp
 	for i := range b.N {
 		sum, err := Run(context.Background(), Options{Collections: 20, Commits: 10, Parallel: 4, Seed: uint64(i + 1), Out: io.Discard})
 		if err != nil {
 			b.Fatal(err)
 		}
 		r := sum.Rewrites
+		if sum.WriteAmp != nil {
+			wa = *sum.WriteAmp
+		}
 		tasks, cutovers, merges, stale = tasks+r.TasksEnqueued, cutovers+r.Cutovers, merges+r.Merges, stale+r.MergesDroppedStale
 		if least < 0 || r.MinCutoversPerCollection < least {
 			least = r.MinCutoversPerCollection
@@ -29,4 +33,6 @@ func BenchmarkDemoWorkload(b *testing.B) {
 	b.ReportMetric(100*float64(stale)/float64(max(merges, 1)), "stale-merge-%")
 	b.ReportMetric(float64(least), "min-cutovers/collection")
 	b.ReportMetric(float64(cutovers)/float64(b.N), "cutovers")
+	// Write amplification of the last run (issue 26; the moderate workload).
+	wa.Report(b.ReportMetric)
 }

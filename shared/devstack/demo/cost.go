@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -24,10 +25,13 @@ var PriceTable = struct {
 	DynamoPerReadRequest  float64 // on-demand read request unit (strongly consistent, <= 4 KB)
 	SQSFIFOPerRequest     float64 // per 64 KiB chunk of a request
 }{
-	Date:   "2026-11-30",
+	Date:   "2026-12-01",
 	Region: "us-east-1",
-	Source: "AWS pricing pages for Lambda, S3, DynamoDB (on-demand, after the November 2024 price reduction) and SQS, " +
-		"transcribed by hand on the date above; DynamoDB figures cross-checked against a third-party summary of the US East prices",
+	Source: "public list prices, US East (N. Virginia), on demand, no free tier, checked on the date above: " +
+		"AWS Lambda pricing (arm64: USD 0.0000133334 per GB-second, USD 0.20 per million requests), " +
+		"Amazon S3 pricing (S3 Standard: PUT, COPY, POST, LIST USD 0.005 per 1,000; GET and all other requests USD 0.0004 per 1,000; DELETE free), " +
+		"Amazon DynamoDB on-demand pricing (USD 0.625 per million write request units, USD 0.125 per million read request units, since November 2024), " +
+		"Amazon SQS pricing (FIFO queues: USD 0.50 per million requests, each 64 KiB chunk a request)",
 	LambdaPerGBSecondArm:  0.0000133334,
 	LambdaPerRequest:      0.20 / 1e6,
 	S3PerPutListCopy:      0.005 / 1000,
@@ -37,12 +41,64 @@ var PriceTable = struct {
 	SQSFIFOPerRequest:     0.50 / 1e6,
 }
 
+// Latencies is the run-time model the cost model prices GB-seconds with:
+// a deployed function spends its time waiting on its AWS requests, so an
+// invocation's run time is modelled as the sum of its requests' typical
+// in-region latencies plus a fixed allowance for its own work. (Run time
+// measured here, in one process on a shared 2-core machine beside the
+// embedded AWS stack, is not Lambda's; it is kept beside as an upper
+// bound, FunctionCost.MeasuredGBSeconds.) The sum is sequential: requests
+// made concurrently (a merge's inputs) count in full, so the model errs
+// high. The event source mapping's receives and deletes are the Lambda
+// service's, not the function's time (they are priced as SQS requests).
+var Latencies = struct {
+	Source                                      string
+	S3Get, S3Put, S3List, S3Delete, Dynamo, SQS time.Duration
+	Invocation                                  time.Duration // runtime, decoding, the function's own work
+}{
+	Source: "typical same-region latencies: S3 answers a small GET or PUT after tens of milliseconds, " +
+		"DynamoDB single-digit milliseconds, SQS tens of milliseconds",
+	S3Get: 30 * time.Millisecond, S3Put: 50 * time.Millisecond, S3List: 40 * time.Millisecond, S3Delete: 50 * time.Millisecond,
+	Dynamo: 8 * time.Millisecond, SQS: 20 * time.Millisecond, Invocation: 5 * time.Millisecond,
+}
+
+// latency is the modelled time one request of op keeps its function
+// waiting (0: not the function's time).
+func latency(op string) time.Duration {
+	l := Latencies
+	service, name, _ := strings.Cut(op, ":")
+	switch service {
+	case "s3":
+		switch {
+		case name == "DeleteObject" || name == "DeleteObjects":
+			return l.S3Delete
+		case strings.HasPrefix(name, "List"):
+			return l.S3List
+		case price(op) == PriceTable.S3PerPutListCopy:
+			return l.S3Put
+		}
+		return l.S3Get
+	case "dynamodb":
+		return l.Dynamo
+	case "sqs":
+		if name == "ReceiveMessage" || name == "DeleteMessageBatch" {
+			return 0 // the event source mapping's, on the Lambda service's time
+		}
+		return l.SQS
+	}
+	return 0
+}
+
 // FunctionCost is what one function used during the demo.
 type FunctionCost struct {
-	Invocations int            `json:"invocations"`
-	GBSeconds   float64        `json:"gb_seconds"` // measured run time x configured memory (embedded stack, in process)
-	Requests    map[string]int `json:"aws_requests"`
-	USD         float64        `json:"usd"`
+	Invocations int `json:"invocations"`
+	// GBSeconds is the modelled run time (Latencies) x configured memory:
+	// what USD prices. MeasuredGBSeconds is the measured run time x
+	// memory (embedded stack, in process: an upper bound).
+	GBSeconds         float64        `json:"gb_seconds"`
+	MeasuredGBSeconds float64        `json:"measured_gb_seconds"`
+	Requests          map[string]int `json:"aws_requests"`
+	USD               float64        `json:"usd"`
 }
 
 // CostModel attributes the demo's AWS requests (by the signing identity
@@ -112,12 +168,29 @@ func (m *CostMeter) Invocation(inv localaws.Invocation) {
 		return
 	}
 	fc.Invocations++
-	if f, ok := resources.Default("bcc").Function(inv.Function); ok {
-		fc.GBSeconds += inv.Duration.Seconds() * float64(f.MemoryMB) / 1024
-	}
+	fc.MeasuredGBSeconds += inv.Duration.Seconds() * memoryGB(inv.Function)
 }
 
-// price is the USD of one request.
+// memoryGB is fn's configured memory in GB (GB-seconds are priced per GB).
+func memoryGB(fn string) float64 {
+	if f, ok := resources.Default("bcc").Function(fn); ok {
+		return float64(f.MemoryMB) / 1024
+	}
+	return 0
+}
+
+// modelGBSeconds is fc's modelled run time (Latencies) x fn's memory.
+func modelGBSeconds(fn string, fc *FunctionCost) float64 {
+	t := time.Duration(fc.Invocations) * Latencies.Invocation
+	for op, n := range fc.Requests {
+		t += time.Duration(n) * latency(op)
+	}
+	return t.Seconds() * memoryGB(fn)
+}
+
+// price is the USD of one request (PriceTable; the S3 classes are S3's:
+// PUT, COPY, POST and LIST requests, multipart ones included, at one rate,
+// GET, HEAD and every other request but DELETE at the other, DELETE free).
 func price(op string) float64 {
 	p := PriceTable
 	service, name, _ := strings.Cut(op, ":")
@@ -127,7 +200,7 @@ func price(op string) float64 {
 		case name == "DeleteObject" || name == "DeleteObjects":
 			return 0
 		case strings.HasPrefix(name, "Put") || strings.HasPrefix(name, "List") || strings.HasPrefix(name, "Copy") ||
-			strings.HasPrefix(name, "Post") || strings.Contains(name, "Multipart"):
+			strings.HasPrefix(name, "Post") || strings.Contains(name, "Multipart") || name == "UploadPart" || name == "UploadPartCopy":
 			return p.S3PerPutListCopy
 		}
 		return p.S3PerGetOther
@@ -143,15 +216,23 @@ func price(op string) float64 {
 	return 0
 }
 
+// Price is the USD of one request of op ("s3:GetObject", "sqs:SendMessageBatch", ...).
+func Price(op string) float64 { return price(op) }
+
 // Model prices what the meter counted; units are the units of work per
 // function and commits the appends committed.
 func (m *CostMeter) Model(units map[string]float64, commits int) CostModel {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cm := CostModel{PriceDate: PriceTable.Date, PriceSource: PriceTable.Source, Functions: maps.Clone(m.fns), PerUnit: map[string]map[string]float64{},
-		Caveat: "run time is measured on the embedded stack in one process on a shared 2-core machine (not Lambda); requests are the functions' own, stand-ins excluded"}
+	// A copy: the functions go on making requests (event source mappings
+	// poll) while the caller reads and encodes the model.
+	cm := CostModel{PriceDate: PriceTable.Date, PriceSource: PriceTable.Source, Functions: map[string]*FunctionCost{}, PerUnit: map[string]map[string]float64{},
+		Caveat: "GB-seconds are modelled from each function's requests at typical in-region latencies (demo.Latencies; the run time measured on the embedded stack in one process on a shared machine, measured_gb_seconds, is an upper bound); requests are the functions' own, stand-ins excluded"}
 	total := 0.0
-	for fn, fc := range m.fns {
+	for fn, live := range m.fns {
+		fc := &FunctionCost{Invocations: live.Invocations, MeasuredGBSeconds: live.MeasuredGBSeconds, Requests: maps.Clone(live.Requests)}
+		fc.GBSeconds = modelGBSeconds(fn, fc)
+		cm.Functions[fn] = fc
 		fc.USD = fc.GBSeconds*PriceTable.LambdaPerGBSecondArm + float64(fc.Invocations)*PriceTable.LambdaPerRequest
 		for op, n := range fc.Requests {
 			fc.USD += float64(n) * price(op)
@@ -216,4 +297,76 @@ func (cm CostModel) USD() float64 {
 		total += fc.USD
 	}
 	return total
+}
+
+// Sum adds models (the phases of one run) into one.
+func Sum(models ...CostModel) CostModel {
+	out := CostModel{Functions: map[string]*FunctionCost{}}
+	for _, m := range models {
+		out.PriceDate, out.PriceSource, out.Caveat = m.PriceDate, m.PriceSource, m.Caveat
+		for fn, fc := range m.Functions {
+			t := out.Functions[fn]
+			if t == nil {
+				t = &FunctionCost{Requests: map[string]int{}}
+				out.Functions[fn] = t
+			}
+			t.Invocations += fc.Invocations
+			t.GBSeconds += fc.GBSeconds
+			t.MeasuredGBSeconds += fc.MeasuredGBSeconds
+			t.USD += fc.USD
+			for op, n := range fc.Requests {
+				t.Requests[op] += n
+			}
+		}
+	}
+	return out
+}
+
+// APICost is what one AWS API cost per commit.
+type APICost struct {
+	Requests float64 `json:"requests"`
+	USD      float64 `json:"usd"`
+}
+
+// PerCommit breaks a model's cost down per commit: by function, by AWS API
+// (requests and USD), and Lambda's own line items (invocations and
+// GB-seconds).
+type PerCommit struct {
+	USD               float64 `json:"usd"`
+	Requests          float64 `json:"aws_requests"`
+	GBSeconds         float64 `json:"gb_seconds"`
+	MeasuredGBSeconds float64 `json:"measured_gb_seconds"`
+	LambdaRequestsUSD float64 `json:"lambda_requests_usd"`
+	GBSecondsUSD      float64 `json:"gb_seconds_usd"`
+	// USDAtMeasuredRunTime is USD with the GB-seconds priced at the
+	// measured run time instead of the modelled one (an upper bound).
+	USDAtMeasuredRunTime float64            `json:"usd_at_measured_run_time"`
+	ByFunction           map[string]float64 `json:"usd_by_function"`
+	ByAPI                map[string]APICost `json:"by_api"`
+}
+
+// PerCommit divides the model by commits.
+func (cm CostModel) PerCommit(commits int) PerCommit {
+	pc := PerCommit{ByFunction: map[string]float64{}, ByAPI: map[string]APICost{}}
+	if commits <= 0 {
+		return pc
+	}
+	n := float64(commits)
+	for fn, fc := range cm.Functions {
+		pc.ByFunction[fn] = fc.USD / n
+		pc.USD += fc.USD / n
+		pc.GBSeconds += fc.GBSeconds / n
+		pc.MeasuredGBSeconds += fc.MeasuredGBSeconds / n
+		pc.GBSecondsUSD += fc.GBSeconds * PriceTable.LambdaPerGBSecondArm / n
+		pc.LambdaRequestsUSD += float64(fc.Invocations) * PriceTable.LambdaPerRequest / n
+		for op, k := range fc.Requests {
+			a := pc.ByAPI[op]
+			a.Requests += float64(k) / n
+			a.USD += float64(k) * price(op) / n
+			pc.ByAPI[op] = a
+			pc.Requests += float64(k) / n
+		}
+	}
+	pc.USDAtMeasuredRunTime = pc.USD - pc.GBSecondsUSD + pc.MeasuredGBSeconds*PriceTable.LambdaPerGBSecondArm
+	return pc
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/core/compact"
+	"github.com/searchfabric/bcc/shared/devstack/dashview"
 	"github.com/searchfabric/bcc/shared/devstack/localaws"
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
 	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
@@ -32,6 +34,13 @@ type Options struct {
 	// one more collection commits every 100 ms while the demo's
 	// collections commit rarely (issue 16 item 1's hot workload).
 	Hot time.Duration
+	// DashboardPath is where the deployed dashboard, drawn from this run's
+	// metrics, is written as one self-contained HTML page ("": not
+	// written; its figures are in the summary either way).
+	DashboardPath string
+	// DashboardStore, when set, receives the run's metrics (tests draw
+	// the dashboard again from it).
+	DashboardStore *dashview.Store
 }
 
 // Run executes the demo and returns its summary. It fails when any check fails.
@@ -49,9 +58,11 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	}
 	defer env.Close()
 	rec := &recorder{sum: &sum}
+	dash := startDashboard(env, clock.Now, opts.DashboardStore)
 	env.Stack.OnInvoke(func(inv localaws.Invocation) {
 		rec.record(inv)
 		meter.Invocation(inv)
+		dash.rec.Invocation(inv)
 	})
 	fmt.Fprintf(opts.Out, "embedded AWS stack on %s (S3, DynamoDB, SQS; functions: observer, compaction, gc, handoff)\n", env.Stack.URL())
 
@@ -71,6 +82,12 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		return sum, err
 	}
 	fmt.Fprintf(opts.Out, "appends committed and observed; compaction and handoff drained\n")
+	settled, _ := sumEMF(env.Metrics.String())
+	wa, err := MeasureWriteAmp(ctx, env.Lineage, compact.PolicyFrom(pol.Compaction), names, nil, settled)
+	if err != nil {
+		return sum, err
+	}
+	sum.WriteAmp = &wa
 
 	// Reconcile once right away: GC finds the dereferenced objects but every
 	// gate defers them (tokens may still open the old versions).
@@ -112,6 +129,9 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		sum.Verified = len(sum.Problems) == 0
 		fmt.Fprintf(opts.Out, "hot phase: %s committed every 100 ms for %s while the others committed rarely\n", hotCollection, opts.Hot)
 	}
+	if sum.Dashboard, err = dash.finish(opts.DashboardPath, clock.Now()); err != nil {
+		return sum, err
+	}
 	sum.ElapsedSeconds = time.Since(started).Seconds()
 	printSummary(opts.Out, &sum)
 	if opts.JSONPath != "" {
@@ -119,6 +139,10 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 			return sum, err
 		}
 		fmt.Fprintf(opts.Out, "summary written to %s\n", opts.JSONPath)
+	}
+	if d := sum.Dashboard; d.Path != "" {
+		fmt.Fprintf(opts.Out, "dashboard (the deployed one, drawn from this run's metrics: %d of %d widgets with data, %d alarms, %d in ALARM) written to %s\n",
+			d.WidgetsWithData, d.Widgets, d.Alarms, len(d.AlarmsFiring), d.Path)
 	}
 	if !sum.Verified {
 		return sum, fmt.Errorf("demo verification failed: %v", sum.Problems)
@@ -249,6 +273,12 @@ func printSummary(w io.Writer, s *Summary) {
 	if h := s.Hot; h != nil {
 		fmt.Fprintf(w, "\nhot phase (%s every 100 ms for %.0f s, %d commits): %d rewrite tasks for %d cutovers = %.2f per cutover; %d of %d merges dropped as stale = %.1f%%; %s cutovers: %d\n",
 			hotCollection, h.Seconds, h.HotCommits, h.TasksEnqueued, h.Cutovers, h.TasksPerCutover, h.MergesDroppedStale, h.Merges, h.StalePct, hotCollection, h.HotCutovers)
+	}
+	if s.WriteAmp != nil {
+		fmt.Fprintf(w, "\nwrite amplification (main job): %s\n", s.WriteAmp)
+	}
+	if h := s.Hot; h != nil {
+		fmt.Fprintf(w, "write amplification (hot phase, every collection): %s\n", h.WriteAmp)
 	}
 	r := s.Rewrites
 	fmt.Fprintf(w, "\nrewrites: %d tasks for %d cutovers = %.2f per cutover (goal <= 1.5); %d of %d merges dropped as stale = %.1f%% (goal <= 5%%); least-compacted collection: %d cutovers; %d starts waited for a quiet head\n",

@@ -51,8 +51,14 @@ type Summary struct {
 	// Rewrites are issue 16 item 1's figures: rewrite tasks per cutover
 	// and merges dropped as stale.
 	Rewrites RewriteFigures `json:"rewrites"`
+	// WriteAmp is the main job's write amplification (the moderate
+	// workload), measured once its commits settled.
+	WriteAmp *WriteAmp `json:"write_amplification,omitempty"`
 	// Hot is the hot phase's figures (nil: not run).
-	Hot            *HotFigures                   `json:"hot_workload,omitempty"`
+	Hot *HotFigures `json:"hot_workload,omitempty"`
+	// Dashboard is what the deployed dashboard showed, drawn from this
+	// run's metrics.
+	Dashboard      DashboardFigures              `json:"dashboard"`
 	PerCollection  map[string]*CollectionSummary `json:"per_collection"`
 	TasksByKind    map[string]int                `json:"tasks_enqueued_by_kind"`
 	AWSCalls       map[string]int                `json:"aws_calls"`

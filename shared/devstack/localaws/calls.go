@@ -19,16 +19,34 @@ type Call struct {
 	Service   string // "s3", "dynamodb", "sqs" or "events"
 	Operation string // the API operation, e.g. GetObject, PutItem, SendMessageBatch
 
-	Bucket     string   // S3: the bucket
-	Key        string   // S3: the object key ("" for bucket operations)
-	Keys       []string // S3 DeleteObjects: every key of the batch
-	CopySource string   // S3 CopyObject: "bucket/key" read
+	Bucket string   // S3: the bucket
+	Key    string   // S3: the object key ("" for bucket operations)
+	Keys   []string // S3 DeleteObjects: every key of the batch
+	// VersionIDs are the versions an S3 read or delete names: GetObject's,
+	// HeadObject's or DeleteObject's versionId, or DeleteObjects' per key (parallel to Keys, "" for a key
+	// named without one). A delete naming a version removes that version
+	// for good (s3:DeleteObjectVersion); one without adds a delete marker.
+	VersionIDs []string
+	CopySource string // S3 CopyObject: "bucket/key" read
+	// IfNoneMatch is an S3 request's If-None-Match header ("" without):
+	// what the s3:if-none-match condition key judges.
+	IfNoneMatch string
 
 	Tables []string // DynamoDB: every table the request names
-	Index  string   // DynamoDB Query/Scan: the index, if any
+	// KeyAttrs are, for a single-item DynamoDB request, the string
+	// attributes of its Key (GetItem, UpdateItem, DeleteItem) or Item
+	// (PutItem): the partition key among them is what
+	// dynamodb:LeadingKeys conditions judge.
+	KeyAttrs map[string]string
+	Index    string // DynamoDB Query/Scan: the index, if any
 
 	QueueURL  string // SQS: the queue the request names
 	QueueName string // SQS CreateQueue/GetQueueUrl: the name
+
+	// Truncated: the request's body did not arrive whole (the caller hung
+	// up while sending it, e.g. its context was cancelled at shutdown).
+	// AWS neither authorizes nor runs such a request.
+	Truncated bool
 
 	Status    int    // HTTP status the service answered
 	ErrorCode string // the error code of a 4xx/5xx answer, e.g. AccessDenied
@@ -89,13 +107,16 @@ func recordCall(r *http.Request, w http.ResponseWriter) *recording {
 	switch {
 	case strings.HasPrefix(target, dynamoTarget):
 		c.Service, c.Operation = "dynamodb", strings.TrimPrefix(target, dynamoTarget)
-		decodeDynamo(c, peekBody(r))
+		decodeDynamo(c, peekBody(r, c))
 	case strings.HasPrefix(target, eventsTargetPrefix):
 		c.Service, c.Operation = "events", strings.TrimPrefix(target, eventsTargetPrefix)
+	case isCloudFormation(r):
+		c.Service = "cloudformation"
+		c.Operation = formAction(peekBody(r, c))
 	case strings.HasPrefix(target, sqsTargetPrefx):
 		c.Service, c.Operation = "sqs", strings.TrimPrefix(target, sqsTargetPrefx)
 		var in struct{ QueueUrl, QueueName string }
-		_ = json.Unmarshal(peekBody(r), &in)
+		_ = json.Unmarshal(peekBody(r, c), &in)
 		c.QueueURL, c.QueueName = in.QueueUrl, in.QueueName
 	default:
 		c.Service = "s3"
@@ -130,12 +151,16 @@ func (r *recording) finish() {
 	}
 }
 
-// peekBody reads r's body and puts it back for the handler.
-func peekBody(r *http.Request) []byte {
+// peekBody reads r's body and puts it back for the handler; a body that
+// did not arrive whole marks c Truncated.
+func peekBody(r *http.Request, c *Call) []byte {
 	if r.Body == nil {
 		return nil
 	}
-	b, _ := io.ReadAll(r.Body)
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		c.Truncated = true
+	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	return b
 }
@@ -146,8 +171,20 @@ func decodeDynamo(c *Call, body []byte) {
 		IndexName     string
 		RequestItems  map[string]json.RawMessage
 		TransactItems []map[string]struct{ TableName string }
+		Key, Item     map[string]map[string]json.RawMessage
 	}
 	_ = json.Unmarshal(body, &in)
+	for _, attrs := range []map[string]map[string]json.RawMessage{in.Key, in.Item} {
+		for name, v := range attrs {
+			var s string
+			if raw, ok := v["S"]; ok && json.Unmarshal(raw, &s) == nil {
+				if c.KeyAttrs == nil {
+					c.KeyAttrs = map[string]string{}
+				}
+				c.KeyAttrs[name] = s
+			}
+		}
+	}
 	if in.TableName != "" {
 		c.Tables = append(c.Tables, in.TableName)
 	}
@@ -166,6 +203,7 @@ func decodeDynamo(c *Call, body []byte) {
 // clients use against a local endpoint).
 func decodeS3(c *Call, r *http.Request) {
 	c.Bucket, c.Key = splitPath(r.URL.Path)
+	c.IfNoneMatch = r.Header.Get("If-None-Match")
 	if k, err := url.PathUnescape(c.Key); err == nil {
 		c.Key = k
 	}
@@ -177,12 +215,25 @@ func decodeS3(c *Call, r *http.Request) {
 	case r.Method == http.MethodPost && q.Has("delete"):
 		c.Operation = "DeleteObjects"
 		var in struct {
-			Objects []struct{ Key string } `xml:"Object"`
+			Objects []struct{ Key, VersionId string } `xml:"Object"`
 		}
-		_ = xml.Unmarshal(peekBody(r), &in)
+		_ = xml.Unmarshal(peekBody(r, c), &in)
 		for _, o := range in.Objects {
 			c.Keys = append(c.Keys, o.Key)
+			c.VersionIDs = append(c.VersionIDs, o.VersionId)
 		}
+	case !hasKey && q.Has("versioning") && r.Method == http.MethodPut:
+		c.Operation = "PutBucketVersioning"
+	case !hasKey && q.Has("lifecycle") && r.Method == http.MethodPut:
+		c.Operation = "PutBucketLifecycleConfiguration"
+	case !hasKey && q.Has("policy") && r.Method == http.MethodPut:
+		c.Operation = "PutBucketPolicy"
+	case !hasKey && q.Has("policy") && r.Method == http.MethodDelete:
+		c.Operation = "DeleteBucketPolicy"
+	case !hasKey && q.Has("object-lock") && r.Method == http.MethodPut:
+		c.Operation = "PutObjectLockConfiguration"
+	case !hasKey && q.Has("versions") && r.Method == http.MethodGet:
+		c.Operation = "ListObjectVersions"
 	case r.Method == http.MethodPost && q.Has("uploads"):
 		c.Operation = "CreateMultipartUpload"
 	case r.Method == http.MethodPost && q.Has("uploadId"):
@@ -201,10 +252,19 @@ func decodeS3(c *Call, r *http.Request) {
 		c.Operation = "PutObject"
 	case r.Method == http.MethodGet && hasKey:
 		c.Operation = "GetObject"
+		if v := q.Get("versionId"); v != "" {
+			c.VersionIDs = []string{v}
+		}
 	case r.Method == http.MethodHead && hasKey:
 		c.Operation = "HeadObject"
+		if v := q.Get("versionId"); v != "" {
+			c.VersionIDs = []string{v}
+		}
 	case r.Method == http.MethodDelete && hasKey:
 		c.Operation = "DeleteObject"
+		if v := q.Get("versionId"); v != "" {
+			c.VersionIDs = []string{v}
+		}
 	case r.Method == http.MethodGet && c.Bucket == "":
 		c.Operation = "ListBuckets"
 	case r.Method == http.MethodGet && q.Get("list-type") == "2":
@@ -222,4 +282,10 @@ func decodeS3(c *Call, r *http.Request) {
 	default:
 		c.Operation = r.Method
 	}
+}
+
+// formAction is the Action of an awsquery form body.
+func formAction(body []byte) string {
+	v, _ := url.ParseQuery(string(body))
+	return v.Get("Action")
 }

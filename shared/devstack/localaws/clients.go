@@ -1,6 +1,7 @@
 package localaws
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -94,6 +95,9 @@ func (s *Stack) SetFunctionCredentials(fn string, creds aws.CredentialsProvider)
 		s.fnCreds = map[string]aws.CredentialsProvider{}
 	}
 	s.fnCreds[fn] = creds
+	if v, err := creds.Retrieve(context.Background()); err == nil {
+		s.senders.learn(v.AccessKeyID, SenderID(fn))
+	}
 }
 
 // serviceClients are the clients the AWS services use on fn's behalf.

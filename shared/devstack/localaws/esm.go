@@ -58,10 +58,26 @@ func (s *Stack) MapQueue(m Mapping) {
 	}
 }
 
+// esmPollWaitSeconds is the long poll of an event source mapping's
+// ReceiveMessage, as Lambda's pollers wait (20 s, SQS's longest): a
+// receive returns as soon as a message is available, so the wait costs no
+// latency, and an idle queue costs one request per poller per 20 s, as
+// deployed (the cost model counts these requests).
+const esmPollWaitSeconds = 20
+
+// pollWaitSeconds is esmPollWaitSeconds, or 1 s in front of an upstream
+// (moto serves a long poll on one of few threads).
+func (s *Stack) pollWaitSeconds() int32 {
+	if s.opts.Upstream != "" {
+		return 1
+	}
+	return esmPollWaitSeconds
+}
+
 func (s *Stack) poll(client *sqs.Client, mp *mapping) {
 	for s.ctx.Err() == nil {
 		out, err := client.ReceiveMessage(s.ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(mp.QueueURL), MaxNumberOfMessages: int32(mp.BatchSize), WaitTimeSeconds: 1,
+			QueueUrl: aws.String(mp.QueueURL), MaxNumberOfMessages: int32(mp.BatchSize), WaitTimeSeconds: s.pollWaitSeconds(),
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
 		})

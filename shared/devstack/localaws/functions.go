@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/searchfabric/bcc/shared/devstack/localaws/sqsd"
 )
 
 // FunctionARN is the ARN the stack gives a registered function.
@@ -79,4 +81,14 @@ func (s *Stack) Invoke(ctx context.Context, name string, payload []byte) ([]byte
 		hook(Invocation{Function: name, Payload: payload, Response: resp, Err: err, Duration: time.Since(began), Timeout: fn.timeout})
 	}
 	return resp, err
+}
+
+// QueueStats returns every queue's gauges as CloudWatch's AWS/SQS metrics
+// report them (the local dashboard samples them); none with an upstream,
+// whose queues are not the stack's.
+func (s *Stack) QueueStats() []sqsd.QueueStats {
+	if s.sqsd == nil {
+		return nil
+	}
+	return s.sqsd.Stats()
 }

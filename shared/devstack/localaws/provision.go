@@ -26,6 +26,12 @@ type ProvisionOptions struct {
 	// Local runs scale it down so a failed message returns in seconds rather
 	// than the deployed six times the consumer's timeout.
 	VisibilityTimeout time.Duration
+	// TimeScale, when > 0 and VisibilityTimeout is not set, gives each
+	// queue its deployed visibility timeout divided by TimeScale, but at
+	// least its consumer's timeout (deployed, Lambda refuses less): make
+	// local runs as deployed, TimeScale times faster, and a message is never
+	// handed to a second invocation while the first may still run.
+	TimeScale float64
 	// HeadEvents is resources.HeadEventsNotification (default) or
 	// resources.HeadEventsEventBridge, as the deployed stack's context.
 	HeadEvents string
@@ -54,7 +60,7 @@ func Provision(ctx context.Context, c Clients, def resources.Definition, opts Pr
 		}
 	}
 	for _, q := range def.Queues {
-		dlq, main, err := provisionQueue(ctx, c.SQS, q, opts)
+		dlq, main, err := provisionQueue(ctx, c.SQS, def, q, opts)
 		if err != nil {
 			return p, err
 		}
@@ -156,8 +162,15 @@ func provisionTable(ctx context.Context, c *dynamodb.Client, t resources.Table) 
 	return nil
 }
 
-func provisionQueue(ctx context.Context, c *sqs.Client, q resources.Queue, opts ProvisionOptions) (dlqURL, url string, err error) {
+func provisionQueue(ctx context.Context, c *sqs.Client, def resources.Definition, q resources.Queue, opts ProvisionOptions) (dlqURL, url string, err error) {
 	vis := q.VisibilityTimeout
+	if opts.TimeScale > 0 {
+		// Scaled, but never below the consumer's timeout, which is not
+		// scaled (Lambda refuses a queue whose visibility is shorter): a
+		// running invocation's message is never handed to another.
+		fn, _ := def.Function(q.Consumer)
+		vis = max(time.Duration(float64(vis)/opts.TimeScale), fn.Timeout, time.Second)
+	}
 	if opts.VisibilityTimeout > 0 {
 		vis = opts.VisibilityTimeout
 	}

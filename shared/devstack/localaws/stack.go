@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -59,6 +60,17 @@ type Options struct {
 	// functions' clocks, as in AWS (GC ages never-committed outputs by
 	// LastModified). Default: the wall clock.
 	Now func() time.Time
+	// AllowRemote lets the stack listen beyond loopback (Addr 0.0.0.0:port
+	// or [::]:port) and answer any Host header: it has no authorization,
+	// so anyone who reaches it can read and change everything. Without
+	// it a non-loopback Addr is refused. Cross-origin requests are refused
+	// either way (loopback.go).
+	AllowRemote bool
+	// S3Latency delays every S3 request by this long before it is served
+	// (SetS3Latency changes it later): real S3 answers after tens of
+	// milliseconds, the embedded one after well under one, and a design
+	// that issues many small requests looks fine only without the delay.
+	S3Latency time.Duration
 }
 
 // stackTime is a gofakes3 time source over Options.Now.
@@ -78,6 +90,7 @@ type Stack struct {
 	s3b      *replacingBackend // the embedded S3's storage (conditional deletes, s3delete.go)
 	ddb      http.Handler
 	sqs      http.Handler
+	sqsd     *sqsd.Server // the embedded SQS (nil with an upstream)
 	notify   *notifier
 	events   *eventBus
 	mux      *http.ServeMux
@@ -86,12 +99,18 @@ type Stack struct {
 	mappings []*mapping
 	creds    aws.CredentialsProvider
 	fnCreds  map[string]aws.CredentialsProvider
-	faults   faults
-	mu       sync.Mutex
-	closed   bool
-	wg       sync.WaitGroup
-	stop     context.CancelFunc
-	ctx      context.Context
+	senders  senderBook
+	// completeMu serialises conditional CompleteMultipartUploads
+	// (completeIfNoneMatch).
+	completeMu sync.Mutex
+	faults     faults
+	stacks     map[string]*cfnStack // CloudFormation stacks (cloudformation.go)
+	s3Delay    atomic.Int64         // nanoseconds added before every S3 request
+	mu         sync.Mutex
+	closed     bool
+	wg         sync.WaitGroup
+	stop       context.CancelFunc
+	ctx        context.Context
 }
 
 // Start listens on opts.Addr and serves until Close.
@@ -102,19 +121,23 @@ func Start(opts Options) (*Stack, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := checkListenAddr(opts.Addr, opts.AllowRemote); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("embedded stack: listen on %s: %w", opts.Addr, err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Stack{
-		opts: opts, log: opts.Logger, ln: ln, url: "http://" + ln.Addr().String(),
+		opts: opts, log: opts.Logger, ln: ln, url: loopbackURL(ln.Addr()),
 		ddb: &removingDynamo{next: server.NewServer()}, mux: http.NewServeMux(), counts: newCounter(),
 		fns: newRegistry(), ctx: ctx, stop: stop, creds: opts.Credentials, events: newEventBus(),
 	}
 	if s.creds == nil {
 		s.creds = TestCredentials
 	}
+	s.s3Delay.Store(int64(opts.S3Latency))
 	s3opts := []gofakes3.Option{gofakes3.WithAutoBucket(false), gofakes3.WithTimeSkewLimit(0)}
 	var memOpts []s3mem.Option
 	if opts.Now != nil {
@@ -123,7 +146,8 @@ func Start(opts Options) (*Stack, error) {
 	}
 	s.s3b = newReplacingBackend(memOpts...)
 	s.s3 = gofakes3.New(s.s3b, s3opts...).Server()
-	s.sqs = sqsd.New(sqsd.Options{Region: Region, AccountID: AccountID, BaseURL: s.URL})
+	s.sqsd = sqsd.New(sqsd.Options{Region: Region, AccountID: AccountID, BaseURL: s.URL})
+	s.sqs = s.sqsd
 	if opts.Upstream != "" {
 		u, err := url.Parse(opts.Upstream)
 		if err != nil || u.Host == "" {
@@ -139,15 +163,34 @@ func Start(opts Options) (*Stack, error) {
 			w.WriteHeader(http.StatusBadGateway)
 		}
 		s.s3, s.ddb, s.sqs = proxy, proxy, proxy
+		s.sqsd = nil
 	}
 	s.notify = newNotifier(s)
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: LocalOnly{Next: s, AnyHost: opts.AllowRemote}, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("embedded stack stopped", "err", err)
 		}
 	}()
 	return s, nil
+}
+
+// SetS3Latency sets the fixed delay added before every S3 request from
+// now on (0: none): the latency-injecting mode benchmarks run in.
+func (s *Stack) SetS3Latency(d time.Duration) { s.s3Delay.Store(int64(max(d, 0))) }
+
+// delayS3 waits out the injected S3 latency (or until the client gives up).
+func (s *Stack) delayS3(r *http.Request) {
+	d := time.Duration(s.s3Delay.Load())
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+	}
 }
 
 // URL is the endpoint, e.g. http://127.0.0.1:4566.
@@ -193,18 +236,47 @@ func (s *Stack) route(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(target, sqsTargetPrefx):
 		op := strings.TrimPrefix(target, sqsTargetPrefx)
 		count("sqs", op)
-		s.serve(w, r, "sqs", op, s.sqs.ServeHTTP)
+		s.serve(w, r, "sqs", op, func(w http.ResponseWriter, r *http.Request) { s.serveSQS(w, r, op, s.sqs.ServeHTTP) })
 	case strings.HasPrefix(target, eventsTargetPrefix): // always ours, also in front of an upstream
 		count("events", strings.TrimPrefix(target, eventsTargetPrefix))
 		s.serveEvents(w, r)
+	case isCloudFormation(r): // always ours, also in front of an upstream
+		s.serveCloudFormation(w, r, count)
 	default:
 		op := s3Operation(r)
 		count("s3", op)
+		s.delayS3(r)
 		if s.opts.Upstream != "" {
 			s.resignDecodedQuery(r) // see resign.go
 		}
-		s.serve(w, r, "s3", op, s.notify.serveS3)
+		next := s.notify.serveS3
+		if op == "CompleteMultipartUpload" && r.Header.Get("If-None-Match") != "" && s.opts.Upstream == "" {
+			next = s.completeIfNoneMatch
+		}
+		s.serve(w, r, "s3", op, next)
 	}
+}
+
+// completeIfNoneMatch gives CompleteMultipartUpload the If-None-Match: *
+// S3 has (gofakes3 ignores it there): 412 PreconditionFailed, nothing
+// completed, when the key exists. Conditional completes are serialised,
+// so of two racing ones exactly one wins, as on S3.
+func (s *Stack) completeIfNoneMatch(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("If-None-Match") != "*" {
+		writeS3Error(w, http.StatusNotImplemented, "NotImplemented", "If-None-Match supports only *", r.URL.Path)
+		return
+	}
+	s.completeMu.Lock()
+	defer s.completeMu.Unlock()
+	parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/"), "/", 2)
+	if len(parts) == 2 {
+		key, _ := url.PathUnescape(parts[1])
+		if obj, err := s.s3b.HeadObject(parts[0], key); err == nil && obj != nil {
+			writeS3Error(w, http.StatusPreconditionFailed, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", r.URL.Path)
+			return
+		}
+	}
+	s.notify.serveS3(w, r)
 }
 
 // serve passes r to next unless an injected fault matches it (the
@@ -266,6 +338,14 @@ func s3Operation(r *http.Request) string {
 		return r.Method + "BucketNotification"
 	case r.Method == http.MethodPost && q.Has("delete"):
 		return "DeleteObjects"
+	case r.Method == http.MethodPost && q.Has("uploads"):
+		return "CreateMultipartUpload"
+	case r.Method == http.MethodPost && q.Has("uploadId"):
+		return "CompleteMultipartUpload"
+	case r.Method == http.MethodPut && q.Has("partNumber"):
+		return "UploadPart"
+	case r.Method == http.MethodDelete && q.Has("uploadId"):
+		return "AbortMultipartUpload"
 	case r.Method == http.MethodGet && !hasKey:
 		return "ListObjects"
 	case r.Method == http.MethodGet:

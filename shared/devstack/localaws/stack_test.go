@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -416,10 +418,16 @@ func TestOnCallRecordsSignerOperationResourcesAndAnswer(t *testing.T) {
 	if _, err := b.Put(ctx, "a/b.seg", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.DeleteBatch(ctx, []string{"a/b.seg", "a/c.seg"}); err != nil {
+	if _, err := c.S3.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(p.Def.Bucket.Name), Delete: &s3types.Delete{Objects: []s3types.ObjectIdentifier{{Key: aws.String("a/b.seg")}, {Key: aws.String("a/c.seg")}}, Quiet: aws.Bool(false)}}); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = b.Get(ctx, "missing")
+	// Versions and the bucket's own configuration are their own operations
+	// (whatever the stack answers): the acts that would take the undo away.
+	bucket := aws.String(p.Def.Bucket.Name)
+	_, _ = c.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: bucket, Key: aws.String("a/b.seg"), VersionId: aws.String("v1")})
+	_, _ = c.S3.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: bucket, VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusSuspended}})
+	_, _ = c.S3.DeleteBucketPolicy(ctx, &s3.DeleteBucketPolicyInput{Bucket: bucket})
 	if _, err := c.SQS.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.QueueURLs[resources.QueueGC]), Entries: []sqstypes.SendMessageBatchRequestEntry{
 		{Id: aws.String("1"), MessageBody: aws.String("m"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d")}}}); err != nil {
 		t.Fatal(err)
@@ -435,17 +443,58 @@ func TestOnCallRecordsSignerOperationResourcesAndAnswer(t *testing.T) {
 		if c.AccessKey != "AKIDRECORDED" {
 			continue
 		}
+		if c.Operation == "DeleteObject" || strings.Contains(c.Operation, "Bucket") {
+			got = append(got, fmt.Sprintf("%s %s %s/%s %v %v", c.Service, c.Operation, c.Bucket, c.Key, c.Keys, c.VersionIDs))
+			continue
+		}
 		got = append(got, fmt.Sprintf("%s %s %s/%s %v %s %v %d %s", c.Service, c.Operation, c.Bucket, c.Key, c.Keys, c.QueueURL, c.Tables, c.Status, c.ErrorCode))
 	}
 	want := []string{
 		"s3 PutObject " + p.Def.Bucket.Name + "/a/b.seg []  [] 200 ",
 		"s3 DeleteObjects " + p.Def.Bucket.Name + "/ [a/b.seg a/c.seg]  [] 200 ",
 		"s3 GetObject " + p.Def.Bucket.Name + "/missing []  [] 404 NoSuchKey",
+		"s3 DeleteObject " + p.Def.Bucket.Name + "/a/b.seg [] [v1]",
+		"s3 PutBucketVersioning " + p.Def.Bucket.Name + "/ [] []",
+		"s3 DeleteBucketPolicy " + p.Def.Bucket.Name + "/ [] []",
 		"sqs SendMessageBatch / [] " + p.QueueURLs[resources.QueueGC] + " [] 200 ",
 		"dynamodb GetItem / []  [" + p.Def.Table.Name + "] 200 ",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("recorded\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A request whose body does not arrive whole (the caller hung up while
+// sending it, as a cancelled context does at shutdown) is recorded as
+// Truncated: it names no table, and no checker may judge it as a call.
+func TestOnCallMarksARequestCutShort(t *testing.T) {
+	got := make(chan localaws.Call, 1)
+	s, err := localaws.Start(localaws.Options{Addr: "127.0.0.1:0", OnCall: func(c localaws.Call) {
+		if c.Service == "dynamodb" {
+			got <- c
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	u, err := url.Parse(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nX-Amz-Target: DynamoDB_20120810.UpdateItem\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 200\r\n\r\n{\"TableName\":", u.Host)
+	_ = conn.Close()
+	select {
+	case c := <-got:
+		if !c.Truncated || c.Operation != "UpdateItem" {
+			t.Fatalf("recorded %+v", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cut-short request was not recorded")
 	}
 }
 

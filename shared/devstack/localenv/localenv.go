@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/adapters/owners"
@@ -29,17 +31,29 @@ import (
 
 // Options configure a local environment.
 type Options struct {
-	Addr              string // default 127.0.0.1:0 (a free port); make local uses 127.0.0.1:4566
+	Addr string // default 127.0.0.1:0 (a free port); make local uses 127.0.0.1:4566
+	// AllowRemote lets Addr be a wildcard address reachable from other
+	// machines (localaws.Options.AllowRemote; make local -allow-remote).
+	AllowRemote       bool
 	Prefix            string // resource name prefix, default "bcc"
 	Policy            *policy.Policy
 	HoldS3Events      bool
-	VisibilityTimeout time.Duration // default 2s: failed messages return quickly locally
-	NoDelivery        bool          // do not map queues to functions (tests drive them)
-	Publisher         publisher.Options
-	Workload          workload.Options
-	Seed              uint64
-	Log               *slog.Logger
-	Now               func() time.Time // the functions', the stand-ins' and the embedded S3's clock (LastModified)
+	VisibilityTimeout time.Duration // default 2s (without TimeScale): failed messages return quickly in tests
+	// TimeScale > 0 runs the environment as deployed, TimeScale times
+	// faster (make local: DefaultTimeScale; scale.go): the scheduled
+	// reconciliation every resources ReconcileSchedule / TimeScale, each
+	// queue's visibility timeout its deployed one / TimeScale (never below
+	// its consumer's timeout), the stand-in
+	// watermark advancing every SandboxDefinition WatermarkEvery /
+	// TimeScale. 0 (tests): no schedule (they call Reconcile), every
+	// visibility timeout VisibilityTimeout, the watermark published once.
+	TimeScale  float64
+	NoDelivery bool // do not map queues to functions (tests drive them)
+	Publisher  publisher.Options
+	Workload   workload.Options
+	Seed       uint64
+	Log        *slog.Logger
+	Now        func() time.Time // the functions', the stand-ins' and the embedded S3's clock (LastModified)
 	// Upstream sends every S3, DynamoDB and SQS call to another endpoint
 	// (LocalStack) instead of the in-process emulators; default: the
 	// environment variable BCC_E2E_ENDPOINT. Resources then get a unique
@@ -86,6 +100,8 @@ type Env struct {
 	Now       func() time.Time
 	Log       *slog.Logger
 	fnCreds   map[string]aws.CredentialsProvider
+	// stopSchedule ends the schedules of a TimeScale environment.
+	stopSchedule func()
 }
 
 // FunctionClients are the clients function fn uses: counted, and signed
@@ -100,6 +116,44 @@ func (e *Env) FunctionClients(fn string) app.Clients {
 	cfg := e.Stack.Config()
 	cfg.Credentials = creds
 	return app.ClientsFrom(cfg, true)
+}
+
+// routeGrants admits a function's request to owner only on the routes it
+// is granted when deployed (resources.Function PublisherRoutes and
+// CCSRoutes: only the handoff records release intents), as API Gateway
+// judges execute-api:Invoke; the stack's own and the fixtures' identities
+// may call any route.
+func (e *Env) routeGrants(def resources.Definition, owner string) func(*http.Request, string) error {
+	return func(r *http.Request, accessKey string) error {
+		fn, ok := e.FunctionOf(accessKey)
+		if !ok {
+			return nil
+		}
+		f, _ := def.Function(fn)
+		for _, route := range f.Routes(owner) {
+			if route.Matches(r.Method, r.URL.Path) {
+				return nil
+			}
+		}
+		return fmt.Errorf("User: %s (the %s function) is not authorized to perform: execute-api:Invoke on resource: %s %s of the %s", accessKey, fn, r.Method, r.URL.Path, owner)
+	}
+}
+
+// FunctionCredentials is the identity a local environment gives function
+// fn when its options name none (access key BCCLOCAL<FN>).
+func FunctionCredentials(fn string) aws.CredentialsProvider {
+	return credentials.NewStaticCredentialsProvider("BCCLOCAL"+strings.ToUpper(fn), "local-"+fn, "")
+}
+
+// FunctionOf names the function whose identity has accessKey ("" and
+// false for the stack's own, a stand-in's or a fixture's).
+func (e *Env) FunctionOf(accessKey string) (string, bool) {
+	for fn, c := range e.fnCreds {
+		if v, err := c.Retrieve(context.Background()); err == nil && v.AccessKeyID == accessKey {
+			return fn, true
+		}
+	}
+	return "", false
 }
 
 // SyncBuffer is a goroutine-safe buffer.
@@ -121,6 +175,30 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
+// Since returns the whole lines written from byte offset on, and the
+// offset after them (a line still being written is left for later).
+func (s *SyncBuffer) Since(offset int) ([]byte, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.b.Bytes()
+	if offset >= len(b) {
+		return nil, offset
+	}
+	end := bytes.LastIndexByte(b[offset:], '\n') + 1
+	return bytes.Clone(b[offset : offset+end]), offset + end
+}
+
+// Drain returns the contents and empties the buffer (a long benchmark
+// tallies metrics as it goes instead of keeping every line); offsets
+// Since returned before are void.
+func (s *SyncBuffer) Drain() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.b.String()
+	s.b.Reset()
+	return out
+}
+
 // Start brings everything up.
 func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Addr == "" {
@@ -135,7 +213,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = "bcc"
 	}
-	if opts.VisibilityTimeout == 0 {
+	if opts.VisibilityTimeout == 0 && opts.TimeScale <= 0 {
 		opts.VisibilityTimeout = 2 * time.Second
 	}
 	if opts.Log == nil {
@@ -148,9 +226,18 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		opts.Workload = workload.Options{RecordsPerCommit: 50, KeySpace: 400, DeleteFraction: 0.1, PayloadBytes: 64}
 	}
 	stack, err := localaws.Start(localaws.Options{Addr: opts.Addr, Logger: opts.Log, HoldS3Events: opts.HoldS3Events, Upstream: opts.Upstream,
-		Credentials: opts.Credentials, OnCall: opts.OnCall, Now: opts.Now})
+		Credentials: opts.Credentials, OnCall: opts.OnCall, Now: opts.Now, AllowRemote: opts.AllowRemote})
 	if err != nil {
 		return nil, err
+	}
+	if opts.FunctionCredentials == nil {
+		// Each function its own identity, as each has its own execution
+		// role when deployed: the handoff's sender check and the owners'
+		// per-route admission see who really sent or called.
+		opts.FunctionCredentials = map[string]aws.CredentialsProvider{}
+		for _, f := range resources.Default(opts.Prefix).Functions {
+			opts.FunctionCredentials[f.Name] = FunctionCredentials(f.Name)
+		}
 	}
 	e := &Env{Stack: stack, Metrics: &SyncBuffer{}, Now: opts.Now, Log: opts.Log, fnCreds: opts.FunctionCredentials}
 	if err := e.init(ctx, opts); err != nil {
@@ -164,7 +251,7 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 	def := resources.Default(opts.Prefix)
 	e.Clients = app.ClientsFrom(e.Stack.Config(), true)
 	prov, err := localaws.Provision(ctx, localaws.Clients{S3: e.Clients.S3, Dynamo: e.Clients.Dynamo, SQS: e.Clients.SQS, Events: e.Stack.Clients().Events}, def,
-		localaws.ProvisionOptions{VisibilityTimeout: opts.VisibilityTimeout, HeadEvents: opts.HeadEvents})
+		localaws.ProvisionOptions{VisibilityTimeout: opts.VisibilityTimeout, TimeScale: opts.TimeScale, HeadEvents: opts.HeadEvents})
 	if err != nil {
 		return fmt.Errorf("provision: %w", err)
 	}
@@ -176,6 +263,7 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 	e.Lineage = lineage.New(e.Bucket, 1024)
 	e.Publisher = publisher.New(e.Bucket, opts.Now, opts.Publisher, opts.Log)
 	e.CCS = ccs.New(internal.Dynamo, def.CCSTable.Name, opts.Now)
+	e.CCS.SetBucket(e.Bucket)   // a release is recorded only once the lifetime is gone from the bucket
 	e.Publisher.SetFacts(e.CCS) // re-read at the head CAS of a cutover carrying ccs_facts
 	e.Watermark = watermark.New(e.Bucket, def.WatermarkKey)
 	e.Workload = workload.New(e.Publisher, e.CCS, e.Bucket, opts.Now, opts.Seed, opts.Workload)
@@ -185,9 +273,11 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 	for _, c := range opts.FunctionCredentials {
 		identities = append(identities, c)
 	}
-	auth := &iamauth.Verifier{Service: owners.ServiceAPIGateway, Region: localaws.Region, Secret: iamauth.Keys(identities...), OnVerified: opts.OnOwnerCall}
-	e.Stack.Mount("publisher", auth.Wrap(e.Publisher.Handler()))
-	e.Stack.Mount("ccs", auth.Wrap(e.CCS.Handler()))
+	auth := iamauth.Verifier{Service: owners.ServiceAPIGateway, Region: localaws.Region, Secret: iamauth.Keys(identities...), OnVerified: opts.OnOwnerCall}
+	pubAuth, ccsAuth := auth, auth
+	pubAuth.Authorize, ccsAuth.Authorize = e.routeGrants(def, "publisher"), e.routeGrants(def, "ccs")
+	e.Stack.Mount("publisher", pubAuth.Wrap(e.Publisher.Handler()))
+	e.Stack.Mount("ccs", ccsAuth.Wrap(e.CCS.Handler()))
 	pol := policy.Default()
 	if opts.Policy != nil {
 		pol = *opts.Policy
@@ -197,7 +287,17 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 		PublisherEndpoint: e.Stack.ServiceURL("publisher"), CCSEndpoint: e.Stack.ServiceURL("ccs"),
 		WatermarkBucket: def.Bucket.Name, WatermarkKey: def.WatermarkKey, AWSEndpoint: e.Stack.URL(), Policy: pol,
 		OwnerAuth: owners.AuthSigV4, OwnerSigning: owners.ServiceAPIGateway + ":" + localaws.Region, Deployment: def.Prefix,
+		HandoffSenders: map[string]string{},
 	}
+	// The stack stamps each message a function sends with its role's id
+	// (localaws.SenderID), as SQS does: the handoff admits each kind only
+	// from its sender's role.
+	for _, fn := range resources.HandoffSenders {
+		if _, ok := opts.FunctionCredentials[fn]; ok {
+			e.Config.HandoffSenders[fn] = localaws.RoleID(fn)
+		}
+	}
+	e.Stack.PutStack(e.StackName(), e.stackOutputs())
 	// Functions see exactly the configuration a deployed function would:
 	// rendered to its environment and parsed back.
 	env := e.Config.Env()
@@ -216,7 +316,54 @@ func (e *Env) init(ctx context.Context, opts Options) error {
 	if !opts.NoDelivery {
 		e.Stack.MapQueues(prov)
 	}
-	return e.Watermark.Publish(ctx, opts.Now().Add(-time.Minute), opts.Now())
+	if err := e.Watermark.Publish(ctx, opts.Now().Add(-time.Minute), opts.Now()); err != nil {
+		return err
+	}
+	if opts.TimeScale > 0 && !opts.NoDelivery {
+		e.stopSchedule = e.runSchedules(opts.TimeScale, opts.Now)
+	}
+	return nil
+}
+
+// StackName is the name the local deployment answers DescribeStacks for:
+// a deployed stack's default name (infra: <prefix>-coordinator).
+func (e *Env) StackName() string { return e.Prov.Def.Prefix + "-coordinator" }
+
+// BccCommand is the ready operator command line for the local deployment
+// (the stack output BccStackCommand).
+func (e *Env) BccCommand() string {
+	return fmt.Sprintf("bcc --stack %s --endpoint-url %s", e.StackName(), e.Stack.URL())
+}
+
+// stackOutputs are the outputs a deployed stack has (resources.Out*), for
+// this deployment.
+func (e *Env) stackOutputs() []localaws.StackOutput {
+	def := e.Prov.Def
+	outs := []localaws.StackOutput{
+		{Key: resources.OutDeployment, Value: def.Prefix, Description: "deployment name (a dimension of every metric)"},
+		{Key: resources.OutDataBucketName, Value: def.Bucket.Name, Description: "data bucket (heads, manifests, data objects)"},
+		{Key: resources.OutTableName, Value: def.Table.Name, Description: "coordinator table (disposable: leases, observed state, debt)"},
+		{Key: resources.OutCCSEndpoint, Value: e.Config.CCSEndpoint, Description: "CCS endpoint (the stand-in)"},
+		{Key: resources.OutPublisherEndpoint, Value: e.Config.PublisherEndpoint, Description: "Manifest Publisher endpoint (the stand-in)"},
+		{Key: resources.OutWatermarkBucket, Value: e.Config.WatermarkBucket, Description: "bucket of the query plane's watermark"},
+		{Key: resources.OutWatermarkKey, Value: e.Config.WatermarkKey, Description: "key of the query plane's watermark"},
+		{Key: resources.OutOwnerAuth, Value: e.Config.OwnerAuth, Description: "how owner requests are authenticated"},
+		{Key: resources.OutOwnerSigning, Value: e.Config.OwnerSigning, Description: "what owner requests are signed for"},
+		{Key: resources.OutObserverFailuresURL, Value: e.Prov.FailureQueueURL, Description: "head notifications and scheduled reconciliations whose observer invocations all failed"},
+		{Key: resources.OutBccCommand, Value: fmt.Sprintf("bcc --prefix %s --ccs %s --endpoint-url %s status", def.Prefix, e.Config.CCSEndpoint, e.Stack.URL()),
+			Description: "the operator CLI for this deployment (make bcc builds it)"},
+		{Key: resources.OutBccStackCommand, Value: e.BccCommand() + " status", Description: "the operator CLI through this stack's outputs"},
+	}
+	if opts := e.Config.Env()[resources.EnvPolicy]; opts != "" {
+		// The functions' policy, as a deployed stack publishes the one its
+		// deploy passed: bcc judges leases by it.
+		outs = append(outs, localaws.StackOutput{Key: resources.OutPolicy, Value: opts, Description: "the BCC_POLICY the functions run with"})
+	}
+	for _, q := range def.Queues {
+		outs = append(outs, localaws.StackOutput{Key: resources.OutQueueURL(q.Class), Value: e.Prov.QueueURLs[q.Class], Description: q.Class + " task queue (FIFO)"},
+			localaws.StackOutput{Key: resources.OutDLQURL(q.Class), Value: e.Prov.DLQURLs[q.Class], Description: q.Class + " dead-letter queue (FIFO)"})
+	}
+	return outs
 }
 
 // Handlers returns every function's handler, wired as on Lambda.
@@ -235,7 +382,12 @@ func HandlersFor(cfg app.Config, cl func(fn string) app.Clients, rt app.Runtime)
 }
 
 // Close stops the stack.
-func (e *Env) Close() error { return e.Stack.Close() }
+func (e *Env) Close() error {
+	if e.stopSchedule != nil {
+		e.stopSchedule()
+	}
+	return e.Stack.Close()
+}
 
 // Settle waits until every notification was handled and every queue drained.
 func (e *Env) Settle(ctx context.Context, timeout time.Duration) error {

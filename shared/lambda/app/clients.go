@@ -1,14 +1,12 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -63,21 +61,57 @@ func counting(n *atomic.Int64) func() aws.Retryer {
 	return func() aws.Retryer { return countingRetryer{Retryer: retry.NewStandard(), n: n} }
 }
 
-// NewClients loads the default AWS configuration (the function's role on
-// Lambda) and, when c.AWSEndpoint is set, points every client at it with
-// path-style S3 (local stacks).
-func NewClients(ctx context.Context, c Config) (Clients, error) {
-	var opts []func(*awsconfig.LoadOptions) error
-	if c.AWSEndpoint != "" {
-		opts = append(opts, awsconfig.WithRegion("us-east-1"),
-			awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+// Environment variables Lambda sets for a function (the execution role's
+// credentials and the region).
+const (
+	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
+	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
+	EnvSessionToken    = "AWS_SESSION_TOKEN"
+	EnvRegion          = "AWS_REGION"
+	// EnvEndpointURL is the SDK's endpoint override, which LocalStack sets
+	// in its function containers (the shared-configuration loader honoured
+	// it; NewClients does too). AWS does not set it.
+	EnvEndpointURL = "AWS_ENDPOINT_URL"
+)
+
+// ErrNoCredentials: the environment names no credentials or no region.
+var ErrNoCredentials = errors.New("no AWS credentials in the environment")
+
+// NewClients builds a function's clients from its environment as Lambda
+// sets it (getenv is os.Getenv there): the execution role's credentials in
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, the
+// region in AWS_REGION. A function never reads shared configuration files,
+// profiles, SSO, STS role chains or instance metadata, so it links none of
+// the SDK's shared-configuration loader (package config and the sso,
+// ssooidc, sts, imds clients it pulls in; a test over `go list -deps`
+// holds every function to that); tools run by people load the shared
+// configuration themselves (cmd/bcc, cmd/workload). AWS_ENDPOINT_URL, when
+// set (LocalStack's function containers), points every client at it. When
+// c.AWSEndpoint is set every client points at it with path-style S3, fixed
+// test credentials and region us-east-1 (the embedded stack).
+func NewClients(c Config, getenv func(string) string) (Clients, error) {
+	cfg := aws.Config{Region: getenv(EnvRegion)}
+	switch {
+	case c.AWSEndpoint != "":
+		cfg.Region = "us-east-1"
+		cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
+	case getenv(EnvAccessKeyID) == "" || getenv(EnvSecretAccessKey) == "" || cfg.Region == "":
+		return Clients{}, fmt.Errorf("%w: %s, %s and %s must be set (Lambda sets them for the function's role)", ErrNoCredentials, EnvAccessKeyID, EnvSecretAccessKey, EnvRegion)
+	default:
+		cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(getenv(EnvAccessKeyID), getenv(EnvSecretAccessKey), getenv(EnvSessionToken)))
+		if u := getenv(EnvEndpointURL); u != "" {
+			cfg.BaseEndpoint = aws.String(u)
+		}
 	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return Clients{}, fmt.Errorf("load AWS configuration: %w", err)
-	}
-	if c.AWSEndpoint != "" {
-		cfg.BaseEndpoint = aws.String(c.AWSEndpoint)
+	return ClientsFor(cfg, c.AWSEndpoint), nil
+}
+
+// ClientsFor builds the clients of cfg, pointed at endpoint when it is
+// set (a local stack: path-style S3, responses validated only where an
+// operation requires it).
+func ClientsFor(cfg aws.Config, endpoint string) Clients {
+	if endpoint != "" {
+		cfg.BaseEndpoint = aws.String(endpoint)
 		// Local stacks: responses are validated only where an operation
 		// requires it. S3 gives every object a checksum (CRC64NVME when the
 		// writer sent none); the embedded S3 does not, so a default client
@@ -87,13 +121,13 @@ func NewClients(ctx context.Context, c Config) (Clients, error) {
 		// (fidelity case TestS3OverwriteReplacesTheChecksum).
 		cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	}
-	cl := ClientsFrom(cfg, c.AWSEndpoint != "")
-	if c.AWSEndpoint != "" {
+	cl := ClientsFrom(cfg, endpoint != "")
+	if endpoint != "" {
 		// The embedded DynamoDB sends no X-Amz-Crc32 (the SDK warns on
 		// every response otherwise).
 		cl.Dynamo = dynamodb.NewFromConfig(withRetryer(cfg, &cl.Throttles.dynamo), func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 	}
-	return cl, nil
+	return cl
 }
 
 // ClientsFrom builds clients from an aws.Config.

@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/searchfabric/bcc/shared/adapters/owners"
@@ -31,6 +32,10 @@ type Config struct {
 	// Deployment names the deployment (the stack's prefix): a dimension of
 	// every metric, so two deployments in one account never mix.
 	Deployment string
+	// HandoffSenders are, by function, the role ids SQS names as SenderId
+	// of the handoff queue's messages (the handoff's only; see
+	// resources.EnvHandoffSenders).
+	HandoffSenders map[string]string
 }
 
 // FromEnv parses configuration from environment variables (getenv is
@@ -57,6 +62,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return c, fmt.Errorf("%s %q: want %s or %s", resources.EnvOwnerAuth, c.OwnerAuth, owners.AuthSigV4, owners.AuthNone)
 	}
+	for _, e := range []struct{ env, url string }{{resources.EnvPublisherEndpoint, c.PublisherEndpoint}, {resources.EnvCCSEndpoint, c.CCSEndpoint}} {
+		// https, or plain http to a loopback stand-in (the local stack).
+		if e.url != "" {
+			if err := resources.CheckOwnerEndpoint(e.url, true); err != nil {
+				return c, fmt.Errorf("%s: %w", e.env, err)
+			}
+		}
+	}
 	if c.OwnerSigning != "" {
 		if _, _, err := owners.ParseSigning(c.OwnerSigning); err != nil {
 			return c, fmt.Errorf("%s: %w", resources.EnvOwnerSigning, err)
@@ -69,6 +82,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("%s: %w", resources.EnvPolicy, err)
 	}
 	c.Policy = pol
+	if v := getenv(resources.EnvHandoffSenders); v != "" {
+		if err := json.Unmarshal([]byte(v), &c.HandoffSenders); err != nil {
+			return c, fmt.Errorf("%s: %w", resources.EnvHandoffSenders, err)
+		}
+		for fn, id := range c.HandoffSenders {
+			if !slices.Contains(resources.HandoffSenders, fn) || id == "" {
+				return c, fmt.Errorf("%s: %q -> %q: want a role id for each of %v", resources.EnvHandoffSenders, fn, id, resources.HandoffSenders)
+			}
+		}
+	}
 	if c.Bucket == "" || c.Table == "" {
 		return c, fmt.Errorf("configuration: %s and %s are required", resources.EnvBucket, resources.EnvTable)
 	}
@@ -82,6 +105,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 // the embedded stack so local functions are configured exactly as deployed).
 func (c Config) Env() map[string]string {
 	pol, _ := json.Marshal(c.Policy)
+	var senders []byte
+	if len(c.HandoffSenders) > 0 {
+		senders, _ = json.Marshal(c.HandoffSenders)
+	}
 	return map[string]string{
 		resources.EnvBucket: c.Bucket, resources.EnvTable: c.Table,
 		resources.EnvCompactionQueue: c.QueueURLs[resources.QueueCompaction], resources.EnvGCQueue: c.QueueURLs[resources.QueueGC],
@@ -90,5 +117,6 @@ func (c Config) Env() map[string]string {
 		resources.EnvCCSEndpoint:       c.CCSEndpoint, resources.EnvWatermarkBucket: c.WatermarkBucket, resources.EnvWatermarkKey: c.WatermarkKey,
 		resources.EnvAWSEndpoint: c.AWSEndpoint, resources.EnvPolicy: string(pol),
 		resources.EnvOwnerAuth: c.OwnerAuth, resources.EnvOwnerSigning: c.OwnerSigning, resources.EnvDeployment: c.Deployment,
+		resources.EnvHandoffSenders: string(senders),
 	}
 }

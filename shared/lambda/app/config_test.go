@@ -55,3 +55,24 @@ func TestEnvRoundTripsThePolicy(t *testing.T) {
 		t.Fatalf("no BCC_POLICY: %+v %v", d.Policy, err)
 	}
 }
+
+// Issue 25 item 2: a function refuses to boot with an owner endpoint it
+// could be answered over in plain text by anyone on the path: https, or
+// plain http to a loopback stand-in (the local stack) only.
+func TestFromEnvRefusesPlainHTTPOwners(t *testing.T) {
+	for url, ok := range map[string]bool{
+		"https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/prod": true,
+		"http://127.0.0.1:4566/_bcc/ccs":                              true,
+		"http://ccs.example.com/prod":                                 false,
+		"http://192.168.1.5:4566/_bcc/ccs":                            false,
+		"ccs.example.com":                                             false,
+	} {
+		for _, key := range []string{resources.EnvCCSEndpoint, resources.EnvPublisherEndpoint} {
+			m := map[string]string{resources.EnvBucket: "b", resources.EnvTable: "t", key: url}
+			_, err := app.FromEnv(func(k string) string { return m[k] })
+			if (err == nil) != ok || err != nil && !strings.Contains(err.Error(), key) {
+				t.Errorf("%s=%s: err %v, want accepted %v (naming %s)", key, url, err, ok, key)
+			}
+		}
+	}
+}

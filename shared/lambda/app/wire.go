@@ -77,8 +77,10 @@ func ObserverHandlerWith(c Config, cl Clients, rt Runtime, g guard.Set) *handler
 	uc.SetCleanups(awsio.NewProgressTable(cl.Dynamo, c.Table))
 	if ccs != nil {
 		// A namespace dropped after its children were released: its
-		// release is requested by reconciliation of a released child.
-		uc.SetNamespaceReleaser(handoff.NewNamespaceReleaser(ccs, ccs, g, m, rt.Log))
+		// release is found owed by reconciliation of a released child and
+		// requested from the handoff (the one role that may record
+		// release intents), through the handoff queue.
+		uc.SetNamespaceReleaser(handoff.NewNamespaceRequester(ccs, ccs, queues, rt.Now, g, m, rt.Log))
 	}
 	return handler.NewObserver(uc, catalog, queues, handler.Batch{Reserve: c.Policy.BatchReserve(), Guards: g}, m, rt.Out, rt.Now, rt.Log)
 }

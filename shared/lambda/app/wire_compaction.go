@@ -45,7 +45,10 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 	}
 	// Reads and writes count against their collection prefix's S3 rates.
 	bucket := awsio.NewBucket(cl.S3, c.Bucket).WithRequestBudget(S3Budget(c, cl, resources.FnCompaction, m))
-	leases := lease.New(awsio.NewLeaseTable(cl.Dynamo, c.Table), g)
+	cfg := compact.ExecConfigFrom(c.Policy, g)
+	// Each lease records the interval the executor heartbeats it at, so
+	// its record says when its holder is overdue (lease.Classify).
+	leases := lease.New(awsio.NewLeaseTable(cl.Dynamo, c.Table), g).WithHeartbeat(cfg.Heartbeat)
 	rep := o.Reporter
 	if rep == nil {
 		rep = awsio.NewFIFOQueues(cl.SQS, c.QueueURLs)
@@ -54,7 +57,6 @@ func CompactionExecutor(c Config, cl Clients, rt Runtime, o CompactionOptions) (
 	if ccs := c.ccs(cl); ccs != nil {
 		facts = ccs
 	}
-	cfg := compact.ExecConfigFrom(c.Policy, g)
 	var objects compact.Objects = bucket
 	if o.Objects != nil {
 		objects = o.Objects(bucket)

@@ -38,10 +38,10 @@ func (g GCBucket) List(ctx context.Context, prefix string, fn func([]gc.Listed) 
 	})
 }
 
-// DeleteBatch deletes up to awslimit.S3DeleteObjectsMaxKeys keys (404 counts as deleted).
-func (g GCBucket) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResult, error) {
-	r, err := g.B.DeleteBatch(ctx, keys)
-	return gc.DeleteResult{Deleted: r.Deleted, Failed: r.Failed}, err
+// DeleteProven is the delete port: one DeleteObjects call of a batch the
+// delete gate proved (404 counts as deleted).
+func (g GCBucket) DeleteProven(ctx context.Context, b gc.ProvenBatch) (gc.DeleteResult, error) {
+	return g.B.DeleteProven(ctx, b)
 }
 
 // GCReadPorts are the read-only ports (plans, the CLI).
@@ -54,6 +54,7 @@ func GCReadPorts(c Config, cl Clients) gc.ReadPorts {
 	rp := gc.ReadPorts{Objects: data, Lister: data, Watermark: gc.WatermarkObject{Objects: wmBucket, Key: c.WatermarkKey}}
 	if c.Table != "" {
 		rp.Memory = awsio.NewObservedTable(cl.Dynamo, c.Table) // read-only use: GetItem
+		rp.Seen = awsio.NewProgressTable(cl.Dynamo, c.Table)   // read-only use: GetItem
 	}
 	if ccs := c.ccs(cl); ccs != nil {
 		rp.Facts = ccs
@@ -82,8 +83,9 @@ func GCPorts(c Config, cl Clients) gc.Ports {
 		// token bucket in the coordinator's table, one second of burst.
 		Budget: awsio.NewTokenBucket(cl.Dynamo, c.Table, GCDeleteBudget, c.Policy.GC.GlobalDeletesPerSec,
 			max(c.Policy.GC.GlobalDeletesPerSec, float64(c.Policy.GC.BatchSize)), fmt.Sprintf("gc-%016x", rand.Uint64())),
-		Progress: awsio.NewProgressTable(cl.Dynamo, c.Table),
-		Heads:    headRetirer(c, cl),
+		Progress:  awsio.NewProgressTable(cl.Dynamo, c.Table),
+		Sightings: awsio.NewProgressTable(cl.Dynamo, c.Table),
+		Heads:     headRetirer(c, cl),
 		// A sweep stopped at its bound continues at the tail of its own queue.
 		Continuations: continuations(c, cl),
 	}
@@ -117,6 +119,9 @@ const GCDeleteBudget = "gc-deletes"
 func GCExecutor(c Config, ports gc.Ports, rt Runtime, m *metrics.Recorder, g guard.Set) *gc.Executor {
 	cfg := gc.ConfigFrom(c.Policy, g)
 	pacer := gc.NewPacer(c.Policy.GC.DeletesPerSec, c.Policy.GC.GlobalDeletesPerSec, cfg.BatchSize, time.Now, gc.SleepContext).WithFleet(ports.Budget)
+	if ports.PrefixBudget != nil {
+		pacer.WithPrefix(ports.PrefixBudget)
+	}
 	return gc.New(ports, cfg, pacer, rt.Now, gc.SleepContext, m, rt.Log)
 }
 
@@ -124,8 +129,11 @@ func GCExecutor(c Config, ports gc.Ports, rt Runtime, m *metrics.Recorder, g gua
 func GCHandler(c Config, cl Clients, rt Runtime) *handler.GC {
 	m := metrics.NewFor(c.Deployment, resources.FnGC)
 	ports := GCPorts(c, cl)
-	// Deletes count against their collection prefix's S3 write rate.
-	ports.Deleter = GCBucket{B: awsio.NewBucket(cl.S3, c.Bucket).WithRequestBudget(S3Budget(c, cl, resources.FnGC, m))}
+	// Deletes count against their collection prefix's S3 write rate: the
+	// delete gate takes it with the batch's delete budget, before its proof.
+	if pb := S3Budget(c, cl, resources.FnGC, m); pb != nil {
+		ports.PrefixBudget = pb
+	}
 	return handler.NewGC(GCExecutor(c, ports, rt, m, guard.All()), m, rt.Out, rt.Now, rt.Log).WithBatch(handler.BatchFrom(c.Policy)).
 		WithGate(ClassGate(c, cl, resources.QueueGC))
 }

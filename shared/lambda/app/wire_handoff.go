@@ -1,12 +1,8 @@
 package app
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/adapters/owners"
-	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/core/handoff"
 	"github.com/searchfabric/bcc/shared/core/lineage"
 	"github.com/searchfabric/bcc/shared/guard"
@@ -20,6 +16,11 @@ import (
 type HandoffOptions struct {
 	Guards    *guard.Set        // nil: guard.All()
 	Publisher handoff.Publisher // nil: the publisher endpoint
+	// Reclaimer is the naive cleanup of an ambiguous cutover's outputs
+	// that guard ambiguous_reread exists against: used only with that
+	// guard off, injected by its mutation proofs (testkit/naive). The
+	// shipped handoff deletes nothing.
+	Reclaimer handoff.Reclaimer
 }
 
 // HandoffHandler wires the handoff function.
@@ -34,7 +35,10 @@ func HandoffHandlerWith(c Config, cl Clients, rt Runtime, o HandoffOptions) *han
 	if o.Guards != nil {
 		b.Guards = *o.Guards
 	}
-	return handler.NewHandoff(uc, m, rt.Out, rt.Now, rt.Log).WithBatch(b)
+	if len(c.HandoffSenders) == 0 && rt.Log != nil {
+		rt.Log.Error("no handoff senders configured: every handoff message is refused", "env", resources.EnvHandoffSenders)
+	}
+	return handler.NewHandoff(uc, m, rt.Out, rt.Now, rt.Log).WithBatch(b).WithSenders(handler.Senders(c.HandoffSenders))
 }
 
 // PublisherClient is the handoff function's client of the Manifest
@@ -60,28 +64,11 @@ func HandoffUseCase(c Config, cl Clients, rt Runtime, o HandoffOptions) (*handof
 		ccs = s
 	}
 	cfg := handoff.ConfigFrom(c.Policy, g)
-	// Production handoff can delete nothing: only the mutation with the
+	// The shipped handoff deletes nothing: only the mutation with the
 	// ambiguous re-read switched off gets a reclaimer, to show the harm.
 	var reclaim handoff.Reclaimer
 	if !g.AmbiguousReread {
-		reclaim = bucketReclaimer{bucket}
+		reclaim = o.Reclaimer
 	}
-	return handoff.New(lineage.New(bucket, 256), pub, ccs, reclaim, rt.Now, cfg, m, rt.Log), m
-}
-
-// bucketReclaimer deletes keys in batches. Only the unguarded ambiguous
-// path of the handoff uses it (see handoff.Reclaimer).
-type bucketReclaimer struct{ b *awsio.Bucket }
-
-func (r bucketReclaimer) DeleteKeys(ctx context.Context, keys []string) error {
-	for start := 0; start < len(keys); start += awslimit.S3DeleteObjectsMaxKeys {
-		res, err := r.b.DeleteBatch(ctx, keys[start:min(start+awslimit.S3DeleteObjectsMaxKeys, len(keys))])
-		if err != nil {
-			return err
-		}
-		if len(res.Failed) > 0 {
-			return fmt.Errorf("delete %d objects failed", len(res.Failed))
-		}
-	}
-	return nil
+	return handoff.New(lineage.New(bucket, 256), pub, ccs, reclaim, rt.Now, cfg, m, rt.Log).WithRemains(bucket).WithWritten(bucket), m
 }

@@ -64,7 +64,10 @@ func (b Batch) walk(ctx context.Context, ev events.SQSEvent, log *slog.Logger, m
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 			continue
 		}
-		if err := fn(r); err != nil {
+		end := scopeRecord(log, r)
+		err := fn(r)
+		end()
+		if err != nil {
 			if errors.Is(err, errDeferred) {
 				deferred++ // returned for later by its visibility: no failure
 			}

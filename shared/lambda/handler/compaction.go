@@ -49,6 +49,7 @@ func (h *Compaction) WithGate(g ClassGate) *Compaction {
 // Handle runs each task in order and reports partial batch failures (per
 // message group, see Batch).
 func (h *Compaction) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer scopeInvocation(ctx, h.log)()
 	defer flushMetrics(h.metrics, h.out, h.now, h.log)
 	return h.batch.walk(ctx, ev, h.log, h.metrics, func(m events.SQSMessage) error {
 		task, err := contract.DecodeTask(m.MessageId, []byte(m.Body))

@@ -120,14 +120,25 @@ func observerFixture(t testing.TB) (*handler.Observer, *recQueue) {
 	return handler.NewObserver(uc, catalog{}, q, handler.Batch{Reserve: time.Second, Guards: guard.All()}, metrics.New("observer"), io.Discard, clock, quiet), q
 }
 
-// s3Keys reads the object keys of an S3 event the way a case-sensitive,
-// duplicate-rejecting reader would (URL-decoded, as aws-lambda-go does).
-func s3Keys(raw []byte) ([]string, bool) {
+// eventKeys reads the object keys of a head event the way a
+// case-sensitive, duplicate-rejecting reader would: an S3 notification's
+// Records[].s3.object.key (URL-decoded, as aws-lambda-go does), or an S3
+// EventBridge event's detail.object.key (carried as is).
+func eventKeys(raw []byte) ([]string, bool) {
 	tree, err := jsonref.Parse(raw)
 	if err != nil {
 		return nil, false
 	}
 	doc, _ := tree.(map[string]any)
+	if src, _ := doc["source"].(string); src == "aws.s3" && doc["Records"] == nil {
+		detail, _ := doc["detail"].(map[string]any)
+		obj, _ := detail["object"].(map[string]any)
+		k, _ := obj["key"].(string)
+		if k == "" {
+			return nil, true
+		}
+		return []string{k}, true
+	}
 	recs, _ := doc["Records"].([]any)
 	var keys []string
 	for _, r := range recs {
@@ -146,11 +157,13 @@ func s3Keys(raw []byte) ([]string, bool) {
 
 // FuzzObserverEvent: whatever the payload, the observer never panics; what
 // it observes is exactly what the event says (the keys a case-sensitive,
-// duplicate-rejecting reader finds in Records[].s3.object.key, in order),
+// duplicate-rejecting reader finds in Records[].s3.object.key, in order,
+// or in an EventBridge event's detail.object.key),
 // and it enqueues work only for a verified head named by the event (or
 // on a scheduled reconciliation).
 func FuzzObserverEvent(f *testing.F) {
 	f.Add(eventFile(f, "s3-head-created.json"))
+	f.Add(eventFile(f, "eventbridge-head-created.json"))
 	f.Add(eventFile(f, "scheduled-reconcile.json"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		h, q := observerFixture(t)
@@ -164,7 +177,7 @@ func FuzzObserverEvent(f *testing.F) {
 			}
 			return
 		}
-		keys, ok := s3Keys(raw)
+		keys, ok := eventKeys(raw)
 		if !ok {
 			t.Fatalf("observed %d records of a payload a duplicate-rejecting reader refuses: %.200q", len(resp.Results), raw)
 		}
@@ -218,7 +231,7 @@ func (w *tripwire) Report(context.Context, contract.Completion) error { return w
 func (w *tripwire) List(context.Context, string, func([]gc.Listed) error) error {
 	return w.trip("list")
 }
-func (w *tripwire) DeleteBatch(context.Context, []string) (gc.DeleteResult, error) {
+func (w *tripwire) DeleteProven(context.Context, gc.ProvenBatch) (gc.DeleteResult, error) {
 	return gc.DeleteResult{}, w.trip("delete")
 }
 func (w *tripwire) Watermark(context.Context) (contract.Watermark, error) {

@@ -57,6 +57,7 @@ func (h *GC) WithGate(g ClassGate) *GC {
 // its message group (see Batch): on a FIFO queue a later message of the
 // group must not overtake it; other collections' records go on.
 func (h *GC) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer scopeInvocation(ctx, h.log)()
 	defer h.flush()
 	return h.batch.walk(ctx, ev, h.log, h.metrics, func(r events.SQSMessage) error {
 		if err := h.one(ctx, r); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/contract/strictjson"
 	"github.com/searchfabric/bcc/shared/core/observe"
 	"github.com/searchfabric/bcc/shared/metrics"
@@ -61,15 +62,36 @@ type ObservedHead struct {
 var ErrUnrecognisedEvent = errors.New("unrecognised event")
 
 type envelope struct {
-	Records []struct {
+	// Records is nil when the member is absent (an EventBridge or a
+	// scheduled event), empty when present and empty.
+	Records *[]struct {
 		EventSource string `json:"eventSource"`
 	} `json:"Records"`
 	Source     string `json:"source"`
 	DetailType string `json:"detail-type"`
 }
 
+// firstSource is the eventSource of the first record ("" without records).
+func (e envelope) firstSource() string {
+	if e.Records == nil || len(*e.Records) == 0 {
+		return ""
+	}
+	return (*e.Records)[0].EventSource
+}
+
+// eventBridgeObject is the part of S3's EventBridge "Object Created" event
+// the observer reads.
+type eventBridgeObject struct {
+	Detail struct {
+		Object struct {
+			Key string `json:"key"`
+		} `json:"object"`
+	} `json:"detail"`
+}
+
 // Handle dispatches on the event's shape.
 func (h *Observer) Handle(ctx context.Context, raw json.RawMessage) (ObserverResponse, error) {
+	defer scopeInvocation(ctx, h.log)()
 	defer h.flush()
 	// AWS adds fields to its events over time, so unknown names pass; a
 	// duplicate name or a case variant of a known one is refused
@@ -78,8 +100,14 @@ func (h *Observer) Handle(ctx context.Context, raw json.RawMessage) (ObserverRes
 	if err := strictjson.Unmarshal(raw, &env, strictjson.IgnoreUnknown); err != nil {
 		return ObserverResponse{}, fmt.Errorf("%w: %w", ErrUnrecognisedEvent, err)
 	}
+	if env.Records != nil && (env.Source != "" || env.DetailType != "") {
+		// No AWS event is both a record batch and an EventBridge event:
+		// read one way by one reader and another way by another, it has
+		// no single meaning.
+		return ObserverResponse{}, fmt.Errorf("%w: the payload carries both Records and an EventBridge source/detail-type", ErrUnrecognisedEvent)
+	}
 	switch {
-	case len(env.Records) > 0 && env.Records[0].EventSource == "aws:s3":
+	case env.firstSource() == "aws:s3":
 		var ev events.S3Event
 		if err := strictjson.Unmarshal(raw, &ev, strictjson.IgnoreUnknown); err != nil {
 			return ObserverResponse{}, fmt.Errorf("decode S3 event: %w", err)
@@ -87,18 +115,18 @@ func (h *Observer) Handle(ctx context.Context, raw json.RawMessage) (ObserverRes
 		return h.handleS3(ctx, ev)
 	case env.Source == "aws.s3" && env.DetailType == "Object Created":
 		// EventBridge mode: the key is carried as is (not URL-encoded).
-		var ev struct {
-			Detail struct {
-				Object struct {
-					Key string `json:"key"`
-				} `json:"object"`
-			} `json:"detail"`
+		// Decoded as strictly as the notification path: a duplicate or a
+		// case variant of a member read ("key" and "Key") is refused, so
+		// the key observed is the one a case-sensitive reader sees.
+		var ev eventBridgeObject
+		if err := strictjson.Unmarshal(raw, &ev, strictjson.IgnoreUnknown); err != nil {
+			return ObserverResponse{}, fmt.Errorf("%w: decode S3 EventBridge event: %w", ErrUnrecognisedEvent, err)
 		}
-		if err := json.Unmarshal(raw, &ev); err != nil || ev.Detail.Object.Key == "" {
-			return ObserverResponse{}, fmt.Errorf("%w: S3 EventBridge event without detail.object.key: %v", ErrUnrecognisedEvent, err)
+		if ev.Detail.Object.Key == "" {
+			return ObserverResponse{}, fmt.Errorf("%w: S3 EventBridge event without detail.object.key", ErrUnrecognisedEvent)
 		}
 		return h.handleKeys(ctx, []string{ev.Detail.Object.Key})
-	case len(env.Records) > 0 && env.Records[0].EventSource == "aws:sqs":
+	case env.firstSource() == "aws:sqs":
 		var ev events.SQSEvent
 		if err := strictjson.Unmarshal(raw, &ev, strictjson.IgnoreUnknown); err != nil {
 			return ObserverResponse{}, fmt.Errorf("decode SQS event: %w", err)
@@ -127,7 +155,10 @@ func (h *Observer) handleKeys(ctx context.Context, keys []string) (ObserverRespo
 	var resp ObserverResponse
 	var errs []error
 	for _, key := range keys {
+		c, _ := contract.CollectionOfHeadKey(key)
+		end := scopeCollection(h.log, c)
 		res, err := h.uc.HandleKey(ctx, key)
+		end()
 		if err != nil {
 			h.log.Error("head not observed", "key", key, "err", err)
 			h.metrics.Add("ObserveFailures", 1)

@@ -52,8 +52,9 @@ func TestHandoffBatchFailureStaysInItsGroup(t *testing.T) {
 					t.Fatalf("compaction of %s failed", c)
 				}
 				for _, b := range cxReceive(t, env, resources.QueueHandoff) {
+					sender, _ := received.Load(b)
 					recs = append(recs, events.SQSMessage{MessageId: "m-" + c, ReceiptHandle: "rh", Body: b, EventSource: "aws:sqs",
-						Attributes:     map[string]string{"MessageGroupId": c, "ApproximateReceiveCount": "1"},
+						Attributes:     map[string]string{"MessageGroupId": c, "ApproximateReceiveCount": "1", "SenderId": sender.(string)},
 						EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:" + resources.QueueHandoff, AWSRegion: "us-east-1"})
 				}
 			}

@@ -83,6 +83,7 @@ func fleetGranted(t *testing.T, instances int, seconds, step time.Duration, batc
 // budget the same ten instances delete at ten times the rate. No wall
 // clock is involved: time is simulated, grants are counted.
 func TestFleetDeleteBudgetHoldsAcrossTenInstances(t *testing.T) {
+	embeddedOnly(t, conditionalRaces)
 	env := start(t, localenv.Options{NoDelivery: true, HoldS3Events: true})
 	const (
 		instances = 10
@@ -167,6 +168,7 @@ func prefixGranted(t *testing.T, env *localenv.Env, instances int, seconds, step
 // its configured rate within ±10% (one second of burst on top), whatever
 // the other prefix does. Time is simulated, grants are counted.
 func TestS3PrefixBudgetHoldsAcrossTenInstances(t *testing.T) {
+	embeddedOnly(t, conditionalRaces)
 	env := start(t, localenv.Options{NoDelivery: true, HoldS3Events: true})
 	const (
 		instances = 10

@@ -194,14 +194,16 @@ func TestRewriteGoesBackToItsQueueUntilTheHeadIsStill(t *testing.T) {
 	}
 }
 
-// stillEnv is an environment with the default start rule whose c1 has a
-// compaction task queued (compaction due from the third level-0 object,
-// head v4 committed just now).
+// stillEnv is an environment with the still-head wait on (1 s quiet, 2 s
+// bound: the option a publisher without the conflict check wants) whose c1
+// has a compaction task queued (compaction due from the third level-0
+// object, head v4 committed just now).
 func stillEnv(t *testing.T) (*localenv.Env, *cxClock) {
 	t.Helper()
 	clock := newCxClock()
 	pol := mergePolicy(3)
-	pol.Compaction.StartQuiet, pol.Compaction.StartMaxWait = policy.Default().Compaction.StartQuiet, policy.Default().Compaction.StartMaxWait
+	pol.Compaction.StartQuiet, pol.Compaction.StartMaxWait = policy.Duration(time.Second), policy.Duration(2*time.Second)
+	pol.Compaction.ResultWait = 0 // the start's sleeps only (the wait for the cutover sleeps too)
 	env := start(t, localenv.Options{HoldS3Events: true, NoDelivery: true, Policy: pol, Now: clock.Now})
 	if err := env.Workload.Create(context.Background(), "c1", contract.Lifecycle{}); err != nil {
 		t.Fatal(err)

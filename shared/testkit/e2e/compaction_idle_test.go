@@ -23,6 +23,7 @@ import (
 // collection). With guard debt_agreement off nothing is recorded and every
 // pass runs one more task that plans nothing.
 func TestCompactionDueAcrossTiersIsNotReenqueuedForever(t *testing.T) {
+	embeddedOnly(t, s3ClockMoves)
 	for _, tc := range []struct {
 		name   string
 		g      guard.Set

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
@@ -29,6 +30,7 @@ import (
 	"github.com/searchfabric/bcc/shared/policy"
 	"github.com/searchfabric/bcc/shared/resources"
 	"github.com/searchfabric/bcc/shared/store"
+	"github.com/searchfabric/bcc/shared/testkit/naive"
 )
 
 // cxClock is a settable clock shared by the stand-ins and the functions.
@@ -50,6 +52,16 @@ func (c *cxClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)
 	c.mu.Unlock()
+}
+
+// legacyPolicy is cxPolicy(4) for a publisher without the conflict check
+// (policy publisher_conflict_check false): the coordinator drops a result
+// whose base moved itself, the behaviour these tests prove against a
+// permissive publisher (AcceptRebase).
+func legacyPolicy() *policy.Policy {
+	p := cxPolicy(4)
+	p.PublisherConflictCheck = false
+	return p
 }
 
 func cxPolicy(mergeFactor int) *policy.Policy {
@@ -196,9 +208,13 @@ func TestCompactionEndToEnd(t *testing.T) {
 func cxEvent(env *localenv.Env, class string, bodies ...string) []byte {
 	ev := events.SQSEvent{}
 	for i, b := range bodies {
+		attrs := map[string]string{"MessageGroupId": "g", "ApproximateReceiveCount": "1"}
+		if s, ok := received.Load(b); ok {
+			attrs["SenderId"] = s.(string) // as SQS stamped it on the message received
+		}
 		ev.Records = append(ev.Records, events.SQSMessage{
 			MessageId: fmt.Sprintf("m-%d-%d", time.Now().UnixNano(), i), ReceiptHandle: "rh", Body: b,
-			Attributes: map[string]string{"MessageGroupId": "g", "ApproximateReceiveCount": "1"}, EventSource: "aws:sqs",
+			Attributes: attrs, EventSource: "aws:sqs",
 			EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:" + class, AWSRegion: "us-east-1",
 		})
 	}
@@ -230,6 +246,24 @@ func cxInvoke(t *testing.T, env *localenv.Env, fn string, bodies ...string) (fai
 	return failed, ids
 }
 
+// received remembers the SenderId of every message body cxReceive and
+// receiveAll took from a queue, so that the event cxEvent builds of it
+// carries the sender SQS stamped on it, as the event source mapping's do.
+var received sync.Map // body -> SenderId
+
+// receiveRequest asks for every message of url with its SenderId.
+func receiveRequest(url string) *sqs.ReceiveMessageInput {
+	return &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameSenderId}}
+}
+
+// remember records m's SenderId for its body.
+func remember(m sqstypes.Message) {
+	if s, ok := m.Attributes[string(sqstypes.MessageSystemAttributeNameSenderId)]; ok {
+		received.Store(aws.ToString(m.Body), s)
+	}
+}
+
 // cxReceive takes every visible message of a queue class (deleting them)
 // and returns their bodies.
 func cxReceive(t *testing.T, env *localenv.Env, class string) []string {
@@ -237,7 +271,7 @@ func cxReceive(t *testing.T, env *localenv.Env, class string) []string {
 	ctx := context.Background()
 	var bodies []string
 	for {
-		out, err := env.Clients.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.Prov.QueueURLs[class]), MaxNumberOfMessages: 10})
+		out, err := env.Clients.SQS.ReceiveMessage(ctx, receiveRequest(env.Prov.QueueURLs[class]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,6 +279,7 @@ func cxReceive(t *testing.T, env *localenv.Env, class string) []string {
 			return bodies
 		}
 		for _, m := range out.Messages {
+			remember(m)
 			bodies = append(bodies, aws.ToString(m.Body))
 			if _, err := env.Clients.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(env.Prov.QueueURLs[class]), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				t.Fatal(err)
@@ -339,6 +374,20 @@ func (h *hookObjects) Create(ctx context.Context, key string) (store.Upload, err
 	return h.Bucket.Create(ctx, key)
 }
 
+func (h *hookObjects) PutIfAbsent(ctx context.Context, key string, body []byte) (string, error) {
+	if strings.Contains(key, "/data/l") && !strings.Contains(key, "/data/l0/") {
+		h.once.Do(h.hook)
+	}
+	return h.Bucket.PutIfAbsent(ctx, key, body)
+}
+
+func (h *hookObjects) CreateIfAbsent(ctx context.Context, key string) (store.Upload, error) {
+	if strings.Contains(key, "/data/l") && !strings.Contains(key, "/data/l0/") {
+		h.once.Do(h.hook)
+	}
+	return h.Bucket.CreateIfAbsent(ctx, key)
+}
+
 func withHook(hook func()) func(*awsio.Bucket) compact.Objects {
 	return func(b *awsio.Bucket) compact.Objects { return &hookObjects{Bucket: b, hook: hook} }
 }
@@ -398,9 +447,12 @@ func rebasedCutovers(t *testing.T, env *localenv.Env, c string, reqBase map[stri
 
 // A publisher append committed while a compaction runs: the result is not
 // published; the next cycle compacts from the new head; no write is lost.
-// The publisher is permissive (AcceptRebase), so only the coordinator's base
-// revalidation stands between the stale result and the head; with that
-// guard off the stale result is rebased onto the new head (rule 2 broken).
+// The publisher is permissive (AcceptRebase) and the coordinator is told it
+// has no conflict check, so only the coordinator's base revalidation stands
+// between the stale result and the head; with that guard off the stale
+// result is rebased onto the new head (rule 2 broken). With the conflict
+// check, the same result lands on the new head after the owner's check
+// (cutover_check_test.go).
 func TestCompactionStaleAfterConcurrentAppend(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -408,7 +460,7 @@ func TestCompactionStaleAfterConcurrentAppend(t *testing.T) {
 		wantViolation bool
 	}{{"guarded", guard.All(), false}, {"base_revalidation_off", without(t, "base_revalidation"), true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := cxStart(t, localenv.Options{NoDelivery: true, Publisher: publisher.Options{AcceptRebase: true}})
+			env := cxStart(t, localenv.Options{NoDelivery: true, Policy: legacyPolicy(), Publisher: publisher.Options{AcceptRebase: true}})
 			ctx := context.Background()
 			cxSetup(t, env, "c1", 4)
 			task, body := cxTask(t, env, "c1")
@@ -633,7 +685,7 @@ func TestHandoffAmbiguousCutover(t *testing.T) {
 				// a second line of defence), but the harm measured here is
 				// the logic's, so it runs unjudged, as the fixtures do.
 				env.Stack.RegisterFunction(resources.FnHandoff, app.HandoffHandlerWith(env.Config, env.Clients, cxRuntime(env),
-					app.HandoffOptions{Guards: &g, Publisher: pub}).Handle, time.Minute)
+					app.HandoffOptions{Guards: &g, Publisher: pub, Reclaimer: naive.Reclaimer{S3: env.Clients.S3, Bucket: env.Config.Bucket}}).Handle, time.Minute)
 			} else {
 				cxRegisterHandoff(env, app.HandoffOptions{Guards: &g, Publisher: pub})
 			}
@@ -675,7 +727,7 @@ func TestHandoffDeleteGain(t *testing.T) {
 		{"both_off", without(t, "base_revalidation", "delete_gain_check"), false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := cxStart(t, localenv.Options{NoDelivery: true, Publisher: publisher.Options{AcceptRebase: true}})
+			env := cxStart(t, localenv.Options{NoDelivery: true, Policy: legacyPolicy(), Publisher: publisher.Options{AcceptRebase: true}})
 			ctx := context.Background()
 			cxSetup(t, env, "c1", 4)
 			_, body := cxTask(t, env, "c1")

@@ -29,12 +29,30 @@ func (e *gcEnv) lateCutover(c string, in []contract.ObjectEntry) (contract.Compl
 		e.t.Fatal(err)
 	}
 	now := e.clk.Now().UnixMilli()
-	out := contract.ObjectEntry{Key: key, Size: int64(len(body)), Checksum: contract.Checksum(body), Tier: contract.TierHot, Level: 1,
-		DocCount: 1, MinTsUnixMs: now, MaxTsUnixMs: now, MinSeq: 1, MaxSeq: 1, MinRecordKey: "a", MaxRecordKey: "z"}
+	out := mergedEntry(key, body, in)
 	comp := contract.Completion{SchemaVersion: 1, TaskID: task.TaskID, Kind: task.Kind, Collection: c,
 		BaseManifestVersion: head.Version, BaseManifestChecksum: head.ManifestChecksum, CCSFactsVersion: 1, Outcome: contract.OutcomeSucceeded,
 		StartedAtUnixMs: now, FinishedAtUnixMs: now, Coverage: &contract.Coverage{Removed: in, Added: []contract.ObjectEntry{out}}}
 	return comp, out
+}
+
+// mergedEntry is the entry of an output that merged inputs in, as the
+// handoff's provenance check expects of a merge that dropped nothing: all
+// their records, within their key, seq and time ranges.
+func mergedEntry(key string, body []byte, in []contract.ObjectEntry) contract.ObjectEntry {
+	out := contract.ObjectEntry{Key: key, Size: int64(len(body)), Checksum: contract.Checksum(body), Tier: contract.TierHot, Level: 1}
+	for i, o := range in {
+		out.DocCount += o.DocCount
+		out.DeleteCount += o.DeleteCount
+		if i == 0 {
+			out.MinTsUnixMs, out.MaxTsUnixMs, out.MinSeq, out.MaxSeq, out.MinRecordKey, out.MaxRecordKey = o.MinTsUnixMs, o.MaxTsUnixMs, o.MinSeq, o.MaxSeq, o.MinRecordKey, o.MaxRecordKey
+			continue
+		}
+		out.MinTsUnixMs, out.MaxTsUnixMs = min(out.MinTsUnixMs, o.MinTsUnixMs), max(out.MaxTsUnixMs, o.MaxTsUnixMs)
+		out.MinSeq, out.MaxSeq = min(out.MinSeq, o.MinSeq), max(out.MaxSeq, o.MaxSeq)
+		out.MinRecordKey, out.MaxRecordKey = min(out.MinRecordKey, o.MinRecordKey), max(out.MaxRecordKey, o.MaxRecordKey)
+	}
+	return out
 }
 
 func (e *gcEnv) handoff() *handoff.Handoff {
@@ -48,6 +66,7 @@ func (e *gcEnv) handoff() *handoff.Handoff {
 // waits; it must not reclaim the outputs as never-committed, or the head
 // the publisher then commits references deleted objects.
 func TestGCWaitsPastCutoverDeadline(t *testing.T) {
+	embeddedOnly(t, s3ClockMoves) // the output's LastModified on moto is its wall clock's, not the test's
 	bothWays(t, withoutCutoverDeadline, func(t *testing.T, g guard.Set) []string {
 		e := startGC(t, nil) // max task lifetime 15m, cutover deadline 30m, skew 2m
 		e.create("c1", contract.Lifecycle{})

@@ -37,7 +37,9 @@ type listerHook struct {
 }
 
 func (l listerHook) List(ctx context.Context, prefix string, page func([]gc.Listed) error) error {
-	if strings.Contains(prefix, "/manifests/") {
+	// The roots' listing: the manifests prefix, or the collection's whole
+	// prefix when it fits one page (one listing serves the sweep).
+	if strings.Contains(prefix, "/manifests/") || strings.HasPrefix(contract.ManifestsPrefix("c1"), prefix) {
 		l.before()
 	}
 	return l.Lister.List(ctx, prefix, page)

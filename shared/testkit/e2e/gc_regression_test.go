@@ -97,8 +97,8 @@ func TestGCRefusesHeadRegressionUntilConfirmed(t *testing.T) {
 		}
 		e.clk.Advance(20 * time.Minute)
 		e.watermark(e.clk.Now())
-		if rep, _ = sweep(); e.exists(out.Key) || rep.OrphansDeleted != 1 {
-			t.Fatalf("positive control: a token lifetime after the confirmation the abandoned output is reclaimed: %+v", rep)
+		if rep, _ = sweep(); e.exists(out.Key) || rep.ObjectsDeleted != 1 {
+			t.Fatalf("positive control: a token lifetime after the confirmation the abandoned output is reclaimed (as a committed object, guard abandoned_committed): %+v", rep)
 		}
 		return v
 	})
@@ -193,7 +193,7 @@ func TestGCKeepsConfirmedAbandonedRootsTheNewLineagePassed(t *testing.T) {
 	}
 	e.clk.Advance(20 * time.Minute)
 	e.watermark(e.clk.Now())
-	if rep := sweep(); e.exists(out.Key) || rep.OrphansDeleted != 1 {
-		t.Fatalf("positive control: a token lifetime after the confirmation the abandoned output is reclaimed: %+v", rep)
+	if rep := sweep(); e.exists(out.Key) || rep.ObjectsDeleted != 1 {
+		t.Fatalf("positive control: a token lifetime after the confirmation the abandoned output is reclaimed (as a committed object, guard abandoned_committed): %+v", rep)
 	}
 }

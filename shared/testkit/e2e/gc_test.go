@@ -124,6 +124,9 @@ func (e *gcEnv) executorWithPorts(g guard.Set, tune func(*gc.Ports), onSleep fun
 		return ctx.Err()
 	}
 	pacer := gc.NewPacer(pol.GC.DeletesPerSec, pol.GC.GlobalDeletesPerSec, cfg.BatchSize, e.clk.Now, sleep)
+	if ports.PrefixBudget != nil {
+		pacer.WithPrefix(ports.PrefixBudget)
+	}
 	return gc.New(ports, cfg, pacer, e.clk.Now, sleep, m, e.Log), m
 }
 
@@ -332,7 +335,7 @@ func TestGCUnreadableWatermarkDeletesNothing(t *testing.T) {
 func TestGCKeepsObjectInsideRetentionWindow(t *testing.T) {
 	bothWays(t, withoutGates, func(t *testing.T, g guard.Set) []string {
 		e := startGC(t, func(p *policy.Policy) {
-			p.GC.TokenLifetime, p.GC.RetentionWindow = policy.Duration(time.Second), policy.Duration(5*time.Minute)
+			p.GC.TokenLifetime, p.GC.RetentionWindow = policy.Duration(20*time.Second), policy.Duration(5*time.Minute) // a token lifetime of at least 2 x gc.proof_max_age_ms (policy.Validate)
 		})
 		e.create("c1", contract.Lifecycle{})
 		early := e.add("c1", 1, 0, 0)
@@ -479,7 +482,8 @@ type flakyDeleter struct {
 	maxLen int
 }
 
-func (f *flakyDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.DeleteResult, error) {
+func (f *flakyDeleter) DeleteProven(ctx context.Context, b gc.ProvenBatch) (gc.DeleteResult, error) {
+	ks := b.Keys()
 	f.mu.Lock()
 	f.calls++
 	f.maxLen = max(f.maxLen, len(ks))
@@ -494,7 +498,7 @@ func (f *flakyDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.DeleteR
 		pass = append(pass, k)
 	}
 	f.mu.Unlock()
-	res, err := f.Deleter.DeleteBatch(ctx, pass)
+	res, err := f.Deleter.DeleteProven(ctx, b.Only(pass))
 	if err != nil {
 		return res, err
 	}
@@ -580,7 +584,8 @@ type crashingDeleter struct {
 	crashed bool
 }
 
-func (d *crashingDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.DeleteResult, error) {
+func (d *crashingDeleter) DeleteProven(ctx context.Context, b gc.ProvenBatch) (gc.DeleteResult, error) {
+	ks := b.Keys()
 	data := slices.ContainsFunc(ks, func(k string) bool { return strings.Contains(k, "/data/") })
 	if data {
 		d.calls++
@@ -598,7 +603,7 @@ func (d *crashingDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.Dele
 			return gc.DeleteResult{}, errors.New("worker crashed")
 		}
 	}
-	return d.Deleter.DeleteBatch(ctx, ks)
+	return d.Deleter.DeleteProven(ctx, b)
 }
 
 func TestGCRecoversAllDebtAfterTableLossMidRun(t *testing.T) {
@@ -727,7 +732,7 @@ func TestGCTombstoneCleanupBoundedRunsResume(t *testing.T) {
 		all = append(all, e.add("c1", 10, 0, 0)...)
 	}
 	e.commit("c1", all[:12], nil) // removals the next sweep has not deleted yet
-	facts, err := e.CCS.Drop(e.ctx, "c1", 0)
+	facts, err := dropSeen(t, e.Env, e.ctx, "c1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -740,13 +745,13 @@ func TestGCTombstoneCleanupBoundedRunsResume(t *testing.T) {
 	crashed := false
 	var kill context.CancelFunc
 	ex, _ := e.executor(guard.All(), func(d gc.Deleter) gc.Deleter {
-		return deleterFunc(func(ctx context.Context, keys []string) (gc.DeleteResult, error) {
-			if !crashed && strings.Contains(keys[0], "/manifests/") {
+		return deleterFunc(func(ctx context.Context, b gc.ProvenBatch) (gc.DeleteResult, error) {
+			if !crashed && strings.Contains(b.Keys()[0], "/manifests/") {
 				crashed = true
 				kill()
 				return gc.DeleteResult{}, ctx.Err()
 			}
-			return d.DeleteBatch(ctx, keys)
+			return d.DeleteProven(ctx, b)
 		})
 	})
 	runs, failures := 0, 0
@@ -785,23 +790,23 @@ func TestGCTombstoneCleanupBoundedRunsResume(t *testing.T) {
 		t.Fatalf("%d completions, want 1", len(msgs))
 	}
 	c, err := contract.DecodeCompletion("handoff", []byte(msgs[0]))
-	if err != nil || c.Cleanup == nil || !c.Cleanup.Complete || len(c.Cleanup.Dependencies) != 5 {
+	if err != nil || c.Cleanup == nil || !c.Cleanup.Complete || len(c.Cleanup.Dependencies) != 6 {
 		t.Fatalf("completion %s: %v", msgs[0], err)
 	}
 	t.Logf("%d runs, %d delete calls, %d objects", runs+1, rep.Progress.DeleteCalls, rep.Progress.ObjectsDeleted)
 }
 
-type deleterFunc func(ctx context.Context, keys []string) (gc.DeleteResult, error)
+type deleterFunc func(ctx context.Context, b gc.ProvenBatch) (gc.DeleteResult, error)
 
-func (f deleterFunc) DeleteBatch(ctx context.Context, keys []string) (gc.DeleteResult, error) {
-	return f(ctx, keys)
+func (f deleterFunc) DeleteProven(ctx context.Context, b gc.ProvenBatch) (gc.DeleteResult, error) {
+	return f(ctx, b)
 }
 
 func receiveAll(t *testing.T, e *gcEnv, class string) []string {
 	t.Helper()
 	var out []string
 	for {
-		r, err := e.Clients.SQS.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(e.Prov.QueueURLs[class]), MaxNumberOfMessages: 10})
+		r, err := e.Clients.SQS.ReceiveMessage(e.ctx, receiveRequest(e.Prov.QueueURLs[class]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -809,6 +814,7 @@ func receiveAll(t *testing.T, e *gcEnv, class string) []string {
 			return out
 		}
 		for _, m := range r.Messages {
+			remember(m)
 			out = append(out, aws.ToString(m.Body))
 			if _, err := e.Clients.SQS.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(e.Prov.QueueURLs[class]), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				t.Fatal(err)
@@ -823,12 +829,13 @@ type countingDeleter struct {
 	dataCalls, dataKeys int
 }
 
-func (d *countingDeleter) DeleteBatch(ctx context.Context, ks []string) (gc.DeleteResult, error) {
+func (d *countingDeleter) DeleteProven(ctx context.Context, b gc.ProvenBatch) (gc.DeleteResult, error) {
+	ks := b.Keys()
 	if slices.ContainsFunc(ks, func(k string) bool { return strings.Contains(k, "/data/") }) {
 		d.dataCalls++
 		d.dataKeys += len(ks)
 	}
-	return d.Deleter.DeleteBatch(ctx, ks)
+	return d.Deleter.DeleteProven(ctx, b)
 }
 
 // BenchmarkGCDeleteLargeCandidateSet sweeps a collection whose last commit

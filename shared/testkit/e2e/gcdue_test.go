@@ -20,6 +20,7 @@ import (
 // the later time, so the cutover's debt waited for the grace. Reconciliation
 // right after the cutover's due time must sweep it.
 func TestGCDueIsTheEarliestOfTheRecordedDebt(t *testing.T) {
+	embeddedOnly(t, s3ClockMoves)
 	clock := newCxClock()
 	p := cxPolicy(4)
 	p.GC.TokenLifetime, p.GC.RetentionWindow = policy.Duration(time.Minute), policy.Duration(time.Minute)

@@ -101,6 +101,7 @@ func TestPublisherRefusesCutoverWhenFactsChangeDuringHeadSwap(t *testing.T) {
 // Refused at the CAS (stale_facts); fresh work then moves the objects to
 // warm. With the guard off the objects land in cold.
 func TestPublisherRefusesTransitionWhenPolicyChangesDuringHeadSwap(t *testing.T) {
+	embeddedOnly(t, s3ClockMoves)
 	bothWays(t, withoutHandoffFacts, func(t *testing.T, g guard.Set) []string {
 		clock := newCxClock()
 		env := cxStart(t, localenv.Options{NoDelivery: true, Now: clock.Now, Policy: cxPolicy(100)})

@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,13 +27,44 @@ type incEnv struct {
 	t   *testing.T
 	clk *fakeClock
 	ctx context.Context
+
+	mu      sync.Mutex
+	writers map[string]int // access key -> CCS write requests (POST) it signed
 }
 
 func startInc(t *testing.T) *incEnv {
 	t.Helper()
 	clk := &fakeClock{t: time.Now()}
-	env := cxStart(t, localenv.Options{Now: clk.Now})
-	return &incEnv{Env: env, t: t, clk: clk, ctx: context.Background()}
+	e := &incEnv{t: t, clk: clk, ctx: context.Background(), writers: map[string]int{}}
+	e.Env = cxStart(t, localenv.Options{Now: clk.Now, OnOwnerCall: func(r *http.Request, key string) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/release-intents") {
+			e.mu.Lock()
+			e.writers[key]++
+			e.mu.Unlock()
+		}
+	}})
+	return e
+}
+
+// releasesSignedByHandoff fails the test unless every release intent
+// request CCS admitted was signed by the handoff function's identity (the
+// one role whose grants include CCS's write route), and at least one was.
+func (e *incEnv) releasesSignedByHandoff() {
+	e.t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.writers) == 0 {
+		e.t.Fatal("no release intent request reached CCS")
+	}
+	if !functionIdentities() {
+		e.t.Log("functions share one identity on this upstream: who signed is not checked")
+		return
+	}
+	for key, n := range e.writers {
+		if fn, ok := e.FunctionOf(key); !ok || fn != resources.FnHandoff {
+			e.t.Errorf("%d release intent requests signed by %q (function %q): only the handoff records release intents", n, key, fn)
+		}
+	}
 }
 
 // reconcile runs one scheduled reconciliation (through the reconcile
@@ -82,6 +116,7 @@ func (e *incEnv) intents() []contract.ReleaseIntentRequest {
 // old incarnation, requested only after its reservation horizon; nothing is
 // scheduled for it after completion and none of its objects remain.
 func TestDropReleaseRecreate(t *testing.T) {
+	embeddedOnly(t, s3ClockMoves)
 	e := startInc(t)
 	const c = "c1"
 	if err := e.Workload.Create(e.ctx, c, contract.Lifecycle{}); err != nil {
@@ -100,7 +135,7 @@ func TestDropReleaseRecreate(t *testing.T) {
 	}
 
 	// Drop, reserving the name for two days.
-	facts, err := e.CCS.Drop(e.ctx, c, 48*time.Hour, artifact)
+	facts, err := dropSeen(t, e.Env, e.ctx, c, 48*time.Hour, artifact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,10 +254,14 @@ func (e *incEnv) exists(key string) bool {
 // head is gone.
 func TestTombstoneHeadDeleteNeverHitsNewIncarnation(t *testing.T) {
 	bothWays(t, mustWithout("incarnation_fence"), func(t *testing.T, g guard.Set) []string {
-		e := startGC(t, nil)
+		// The publisher's own check (guard retire_tombstoned: CCS dropped
+		// the head's incarnation) is a second fence behind the
+		// coordinator's: off with the mutation, so what is proven is the
+		// coordinator's half.
+		e := startGCWith(t, nil, localenv.Options{Publisher: publisher.Options{RetireLive: !g.IncarnationFence}})
 		e.create("c1", contract.Lifecycle{})
 		e.add("c1", 3, 0, 0)
-		facts, err := e.CCS.Drop(e.ctx, "c1", 0)
+		facts, err := dropSeen(t, e.Env, e.ctx, "c1", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +308,7 @@ func TestReleaseWaitsForReservationHorizon(t *testing.T) {
 	bothWays(t, mustWithout("release_horizon"), func(t *testing.T, g guard.Set) []string {
 		e := startGC(t, nil)
 		e.create("c1", contract.Lifecycle{})
-		facts, err := e.CCS.Drop(e.ctx, "c1", 24*time.Hour)
+		facts, err := dropSeen(t, e.Env, e.ctx, "c1", 24*time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +376,7 @@ func TestNamespaceReleaseAfterEveryChild(t *testing.T) {
 		if i == len(children)-1 {
 			reserve = 48 * time.Hour
 		}
-		if _, err := e.CCS.Drop(e.ctx, c, reserve); err != nil {
+		if _, err := dropSeen(t, e.Env, e.ctx, c, reserve); err != nil {
 			t.Fatal(err)
 		}
 	}

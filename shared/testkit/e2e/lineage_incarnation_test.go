@@ -80,7 +80,7 @@ func TestLineageConfirmationNeverCrossesLifetimes(t *testing.T) {
 
 		// Dropped, released, re-created as lifetime 2: v3 observed,
 		// restored to v2.
-		if _, err := e.CCS.Drop(e.ctx, "c1", 0); err != nil {
+		if _, err := dropSeen(t, e.Env, e.ctx, "c1", 0); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.Bucket.Delete(e.ctx, contract.HeadKey("c1")); err != nil {

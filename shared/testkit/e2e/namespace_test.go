@@ -29,7 +29,7 @@ func TestNamespaceDroppedAfterEveryChildWasReleased(t *testing.T) {
 		if _, err := e.Publisher.CreateIncarnation(e.ctx, c, f.Inc()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.CCS.Drop(e.ctx, c, 0); err != nil {
+		if _, err := dropSeen(t, e.Env, e.ctx, c, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,6 +72,9 @@ func TestNamespaceDroppedAfterEveryChildWasReleased(t *testing.T) {
 			t.Fatalf("namespace intent %+v: want shop with one confirmed dependency per child", in)
 		}
 	}
+	// Reconciliation found the namespace release owed and asked the
+	// handoff: every CCS write came from the handoff's identity.
+	e.releasesSignedByHandoff()
 	// Further reconciliations: the namespace is released, nothing new.
 	e.clk.Advance(10 * time.Minute)
 	e.reconcile()

@@ -43,8 +43,32 @@ func TestCompactionPinnedRootGoneIsStale(t *testing.T) {
 // rule out a delete gain, so it fails closed (rule 7) instead of handing
 // the result to the publisher.
 func TestHandoffFailsClosedWhenLineageIsTrimmed(t *testing.T) {
-	env := cxStart(t, localenv.Options{NoDelivery: true})
+	t.Run("coordinator", func(t *testing.T) { trimmedLineage(t, false) })
+	t.Run("publisher_conflict_check", func(t *testing.T) { trimmedLineage(t, true) })
+}
+
+// trimmedLineage: without the conflict check the handoff rejects the
+// result itself (a delete gain it cannot rule out); with it the publisher's
+// check cannot read every version since the base and refuses it (clause
+// unproven).
+func trimmedLineage(t *testing.T, checked bool) {
+	pol := cxPolicy(4)
+	pol.PublisherConflictCheck = checked
+	env := cxStart(t, localenv.Options{NoDelivery: true, Policy: pol})
 	ctx := context.Background()
+	if checked {
+		// The publisher proves its check first, as any cutover's answer
+		// echoing conflict_check v1 does: until then the handoff drops a
+		// moved-base result itself (guard conflict_check_proven) and the
+		// publisher's unproven clause is never asked.
+		cxSetup(t, env, "c0", 4)
+		_, b0 := cxTask(t, env, "c0")
+		cxInvoke(t, env, resources.FnCompaction, b0)
+		cxInvoke(t, env, resources.FnHandoff, cxReceive(t, env, resources.QueueHandoff)...)
+		if cxLineage(t, env, "c0")[0].Origin.Kind != contract.OriginCutover {
+			t.Fatal("the first cutover, which proves the publisher's check, did not land")
+		}
+	}
 	cxSetup(t, env, "c1", 4)
 	_, body := cxTask(t, env, "c1")
 	if failed, _ := cxInvoke(t, env, resources.FnCompaction, body); len(failed) > 0 {
@@ -64,6 +88,12 @@ func TestHandoffFailsClosedWhenLineageIsTrimmed(t *testing.T) {
 	cxInvoke(t, env, resources.FnHandoff, completions...)
 	if got := cxLineage(t, env, "c1")[0].Version; got != head {
 		t.Fatalf("head moved to v%d: a result whose lineage could not be checked was cut over", got)
+	}
+	if checked {
+		if cxMetricDim(env, "CutoversRefusedByCheck", "Clause", contract.ClauseUnproven) != 1 {
+			t.Fatal("completion not refused by the publisher's check (unproven)")
+		}
+		return
 	}
 	if cxMetric(env, "RejectedDeleteGain") < 1 {
 		t.Fatal("completion not rejected")

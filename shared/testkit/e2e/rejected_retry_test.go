@@ -19,6 +19,7 @@ import (
 // enqueues a compaction under a fresh identity that runs and cuts over.
 // The rejected result itself is never retried.
 func TestRejectedCutoverIsRetriedPromptly(t *testing.T) {
+	embeddedOnly(t, s3ClockMoves)
 	clock := newCxClock()
 	env := cxStart(t, localenv.Options{NoDelivery: true, Now: clock.Now})
 	ctx := context.Background()

@@ -33,7 +33,7 @@ func BenchmarkTombstoneCleanupMillion(b *testing.B) {
 		if _, err := e.Publisher.BulkLoad(e.ctx, c, n, syn.Object); err != nil {
 			b.Fatal(err)
 		}
-		facts, err := e.CCS.Drop(e.ctx, c, 0)
+		facts, err := dropSeen(b, e.Env, e.ctx, c, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -44,13 +44,13 @@ func BenchmarkTombstoneCleanupMillion(b *testing.B) {
 		var kill context.CancelFunc
 		crashed := false
 		ex, _ := e.executor(guard.All(), func(d gc.Deleter) gc.Deleter {
-			return deleterFunc(func(ctx context.Context, keys []string) (gc.DeleteResult, error) {
-				if !crashed && strings.Contains(keys[0], "/manifests/") {
+			return deleterFunc(func(ctx context.Context, b gc.ProvenBatch) (gc.DeleteResult, error) {
+				if !crashed && strings.Contains(b.Keys()[0], "/manifests/") {
 					crashed = true
 					kill()
 					return gc.DeleteResult{}, ctx.Err()
 				}
-				return d.DeleteBatch(ctx, keys)
+				return d.DeleteProven(ctx, b)
 			})
 		})
 		before := e.Stack.Counter().Snapshot()

@@ -17,6 +17,7 @@ import (
 // level-0 objects with merge factor 4 and no compaction. Judged per tier,
 // the young appends are compacted as without a lifecycle policy.
 func TestTransitionThatMovesNothingDoesNotStarveCompaction(t *testing.T) {
+	embeddedOnly(t, s3ClockMoves)
 	for _, tc := range []struct {
 		name      string
 		g         guard.Set

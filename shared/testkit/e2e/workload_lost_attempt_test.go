@@ -38,7 +38,7 @@ func TestWorkloadRemovesLostAttemptSegment(t *testing.T) {
 		t.Fatalf("the lost attempt's segment %s is left behind", lost)
 	}
 	// Drop and clean: nothing of the incarnation is left.
-	facts, err := e.CCS.Drop(e.ctx, "c1", 0)
+	facts, err := dropSeen(t, e.Env, e.ctx, "c1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package fidelity holds the tests behind the README's fidelity table: each
+// Package fidelity holds the tests behind the fidelity table of docs/testing.md: each
 // AWS behaviour the product depends on, checked through the real SDK
 // against every backend the product runs on without AWS. The same case runs
 // on the embedded stack (shared/devstack/localaws: gofakes3, minidyn's

@@ -77,12 +77,14 @@ var ctx = context.Background()
 
 // knownDivergences are answers of a backend that depart from AWS's
 // documented behaviour, with why the product does not depend on them. A
-// case logs them (so they stay visible in the test output and the README's
+// case logs them (so they stay visible in the test output and docs/testing.md's
 // fidelity table) instead of failing.
 var knownDivergences = map[string]string{
 	"moto/s3-event-sequencer": "moto's S3 events carry no sequencer: the observer never orders or trusts events, it re-reads the head (rule: never trust the event)",
 	"moto/sqs-dedup-scope-group": "moto ignores DeduplicationScope=messageGroup (it deduplicates per queue): task ids embed the collection, " +
 		"which is the message group, so per-queue and per-group scopes absorb the same duplicates for the product's messages",
+	"embedded/s3-copy-source-version": "gofakes3 copies the current version whatever versionId the copy source names: only an operator's restore " +
+		"(docs/operations.md, \"Restoring deleted objects\") copies a version, and moto (as S3) copies the one named",
 }
 
 // diverges reports (and logs) whether b is known to depart from AWS in case.

@@ -14,11 +14,21 @@ import (
 type Request struct {
 	Action   string
 	Resource string
+	// LeadingKey is the partition key value of a single-item DynamoDB
+	// request (dynamodb:LeadingKeys), when known.
+	LeadingKey string
+	// Keys are the request's other condition key values (an absent key:
+	// not in the map): s3:if-none-match, s3:ObjectCreationOperation.
+	Keys map[string][]string
 }
 
 func (r Request) String() string { return r.Action + " on " + r.Resource }
 
 var accountRE = regexp.MustCompile(`^[0-9]{12}$`)
+
+// PartitionKey is the partition key attribute of the coordinator's table
+// (resources.Table.PartitionKey), what dynamodb:LeadingKeys names.
+const PartitionKey = "pk"
 
 // Requests returns the authorizations AWS makes for c, as the service
 // authorization reference defines them for the operations the product uses.
@@ -29,33 +39,65 @@ func Requests(c localaws.Call, partition, region, account string) ([]Request, er
 	case "s3":
 		bucket := fmt.Sprintf("arn:%s:s3:::%s", partition, c.Bucket)
 		object := bucket + "/" + c.Key
-		one := func(action, res string) []Request { return []Request{{action, res}} }
+		one := func(action, res string) []Request { return []Request{{Action: action, Resource: res}} }
 		switch c.Operation {
 		case "GetObject", "HeadObject":
+			if len(c.VersionIDs) == 1 && c.VersionIDs[0] != "" {
+				// A read of a named version (a previous one: the undo) is
+				// its own action.
+				return one("s3:GetObjectVersion", object), nil
+			}
 			if c.Status == 404 {
 				// S3 answers a read of a missing key with 404 only to a
 				// caller allowed s3:ListBucket on the bucket, 403 to anyone
 				// else; the code relies on the 404 (a trimmed parent, a
 				// missing object), so that answer needs both.
-				return []Request{{"s3:GetObject", object}, {"s3:ListBucket", bucket}}, nil
+				return []Request{{Action: "s3:GetObject", Resource: object}, {Action: "s3:ListBucket", Resource: bucket}}, nil
 			}
 			return one("s3:GetObject", object), nil
-		case "PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload":
-			return one("s3:PutObject", object), nil
-		case "CopyObject":
-			return []Request{{"s3:PutObject", object}, {"s3:GetObject", fmt.Sprintf("arn:%s:s3:::%s", partition, c.CopySource)}}, nil
+		case "PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "CopyObject":
+			// s3:ObjectCreationOperation is true for the calls that make an
+			// object visible (PutObject, CopyObject, CompleteMultipartUpload),
+			// false for CreateMultipartUpload and UploadPart.
+			keys := map[string][]string{"s3:ObjectCreationOperation": {"false"}}
+			if c.Operation == "PutObject" || c.Operation == "CompleteMultipartUpload" || c.Operation == "CopyObject" {
+				keys["s3:ObjectCreationOperation"] = []string{"true"}
+			}
+			if c.IfNoneMatch != "" {
+				keys["s3:if-none-match"] = []string{c.IfNoneMatch}
+			}
+			put := Request{Action: "s3:PutObject", Resource: object, Keys: keys}
+			if c.Operation == "CopyObject" {
+				return []Request{put, {Action: "s3:GetObject", Resource: fmt.Sprintf("arn:%s:s3:::%s", partition, c.CopySource)}}, nil
+			}
+			return []Request{put}, nil
 		case "AbortMultipartUpload":
 			return one("s3:AbortMultipartUpload", object), nil
 		case "ListParts":
 			return one("s3:ListMultipartUploadParts", object), nil
 		case "DeleteObject":
+			if len(c.VersionIDs) == 1 && c.VersionIDs[0] != "" {
+				return one("s3:DeleteObjectVersion", object), nil
+			}
 			return one("s3:DeleteObject", object), nil
 		case "DeleteObjects":
 			var out []Request
-			for _, k := range c.Keys {
-				out = append(out, Request{"s3:DeleteObject", bucket + "/" + k})
+			for i, k := range c.Keys {
+				action := "s3:DeleteObject"
+				if i < len(c.VersionIDs) && c.VersionIDs[i] != "" {
+					action = "s3:DeleteObjectVersion"
+				}
+				out = append(out, Request{Action: action, Resource: bucket + "/" + k})
 			}
 			return out, nil
+		case "PutBucketVersioning", "PutBucketPolicy", "DeleteBucketPolicy":
+			return one("s3:"+c.Operation, bucket), nil
+		case "PutBucketLifecycleConfiguration":
+			return one("s3:PutLifecycleConfiguration", bucket), nil
+		case "PutObjectLockConfiguration":
+			return one("s3:PutBucketObjectLockConfiguration", bucket), nil
+		case "ListObjectVersions":
+			return one("s3:ListBucketVersions", bucket), nil
 		case "ListObjects", "ListObjectsV2", "HeadBucket":
 			return one("s3:ListBucket", bucket), nil
 		case "ListBuckets":
@@ -80,7 +122,7 @@ func Requests(c localaws.Call, partition, region, account string) ([]Request, er
 				if c.Index != "" {
 					res += "/index/" + c.Index
 				}
-				out = append(out, Request{"dynamodb:" + c.Operation, res})
+				out = append(out, Request{Action: "dynamodb:" + c.Operation, Resource: res, LeadingKey: c.KeyAttrs[PartitionKey]})
 			}
 			return out, nil
 		}
@@ -95,12 +137,12 @@ func Requests(c localaws.Call, partition, region, account string) ([]Request, er
 		}
 		if name == "" {
 			if c.Operation == "ListQueues" {
-				return []Request{{"sqs:ListQueues", "*"}}, nil
+				return []Request{{Action: "sqs:ListQueues", Resource: "*"}}, nil
 			}
 			return nil, fmt.Errorf("sqs %s names no queue", c.Operation)
 		}
 		action := strings.TrimSuffix(c.Operation, "Batch") // SendMessageBatch is authorized as SendMessage, etc.
-		return []Request{{"sqs:" + action, fmt.Sprintf("arn:%s:sqs:%s:%s:%s", partition, region, acct, name)}}, nil
+		return []Request{{Action: "sqs:" + action, Resource: fmt.Sprintf("arn:%s:sqs:%s:%s:%s", partition, region, acct, name)}}, nil
 	}
 	return nil, fmt.Errorf("%s %s: this checker does not know how AWS authorizes it", c.Service, c.Operation)
 }
@@ -112,6 +154,9 @@ type Judgement struct {
 	Request   Request
 	Decision  Decision
 	AllowedBy []int // statement indexes of the function's policy
+	// DeniedBy is the Deny statement that refused an explicitly denied
+	// request (-1 otherwise).
+	DeniedBy int
 }
 
 // Checker judges the recorded calls of the functions it knows.
@@ -152,6 +197,9 @@ func (c *Checker) Record(call localaws.Call) {
 	if !ok {
 		return // not a function's call: fixtures, stand-in owners, the stack itself
 	}
+	if call.Truncated {
+		return // the caller hung up mid-request: AWS never authorizes a request it did not receive
+	}
 	if call.Status == 403 || strings.HasPrefix(call.ErrorCode, "AccessDenied") {
 		c.problems = append(c.problems, fmt.Sprintf("function %s: the backend refused %s %s (HTTP %d %s)%s",
 			fn, call.Service, call.Operation, call.Status, call.ErrorCode, describe(call)))
@@ -163,8 +211,12 @@ func (c *Checker) Record(call localaws.Call) {
 	}
 	pol := c.policies[fn]
 	for _, r := range reqs {
-		d, by := pol.Evaluate(r.Action, r.Resource)
-		c.judged = append(c.judged, Judgement{Function: fn, Call: call, Request: r, Decision: d, AllowedBy: by})
+		d, by := pol.EvaluateRequest(r)
+		j := Judgement{Function: fn, Call: call, Request: r, Decision: d, AllowedBy: by, DeniedBy: -1}
+		if d == ExplicitDeny {
+			j.AllowedBy, j.DeniedBy = nil, by[0]
+		}
+		c.judged = append(c.judged, j)
 		if d != Allowed {
 			c.problems = append(c.problems, fmt.Sprintf("function %s: %s is %s by its deployed policy (%s %s)",
 				fn, r, d, call.Service, call.Operation))
@@ -202,15 +254,22 @@ func (c *Checker) Judged() []Judgement {
 }
 
 // Needed maps, per function and statement index, the distinct requests
-// that only that statement allows: removing the statement denies them.
+// that only that statement allows: removing the statement denies them. A
+// Deny statement allows nothing: its entries are the requests it refused,
+// the proof that it refuses what it says (a test attempted the act).
 func Needed(judged []Judgement) map[string]map[int][]Request {
 	out := map[string]map[int][]Request{}
 	seen := map[string]bool{}
 	for _, j := range judged {
-		if j.Decision != Allowed || len(j.AllowedBy) != 1 {
+		var i int
+		switch {
+		case j.Decision == Allowed && len(j.AllowedBy) == 1:
+			i = j.AllowedBy[0]
+		case j.Decision == ExplicitDeny && j.DeniedBy >= 0:
+			i = j.DeniedBy
+		default:
 			continue
 		}
-		i := j.AllowedBy[0]
 		k := fmt.Sprint(j.Function, i, j.Request)
 		if seen[k] {
 			continue

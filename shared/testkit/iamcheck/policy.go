@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -18,6 +19,66 @@ type Statement struct {
 	Effect    string   // Allow or Deny
 	Actions   []string // e.g. s3:GetObject, sqs:*
 	Resources []string // ARNs, with '*' and '?' wildcards
+	// Conditions all must hold for the statement to apply. Judged:
+	// dynamodb:LeadingKeys with StringLike (plain, ForAnyValue: or
+	// ForAllValues:); s3:if-none-match and s3:ObjectCreationOperation
+	// with Null and Bool. Any other condition is ErrUnsupported.
+	Conditions []Condition
+}
+
+// Condition is one condition of a statement: Op over Key's values.
+type Condition struct {
+	Op     string // StringLike, ForAnyValue:StringLike, ForAllValues:StringLike, Null or Bool
+	Key    string // dynamodb:LeadingKeys, s3:if-none-match, s3:ObjectCreationOperation
+	Values []string
+}
+
+// conditionOps are the operators judged, by key.
+var conditionOps = map[string][]string{
+	"dynamodb:LeadingKeys":       {"StringLike", "ForAnyValue:StringLike", "ForAllValues:StringLike"},
+	"s3:if-none-match":           {"Null", "StringEquals"},
+	"s3:ObjectCreationOperation": {"Null", "Bool"},
+}
+
+// holds evaluates the condition for a request whose values of Key are
+// have (nil: the request has no such key). Without values, ForAllValues
+// holds (vacuously) and the others do not, as in IAM.
+func (c Condition) holds(have []string) bool {
+	like := func(v string) bool {
+		for _, p := range c.Values {
+			if wildcard(p, v) {
+				return true
+			}
+		}
+		return false
+	}
+	switch c.Op {
+	case "Null": // "true": the key is absent; "false": present
+		return len(c.Values) == 1 && (c.Values[0] == "true") == (len(have) == 0)
+	case "Bool", "StringEquals":
+		for _, v := range have {
+			for _, want := range c.Values {
+				if strings.EqualFold(v, want) || c.Op == "StringEquals" && v == want {
+					return true
+				}
+			}
+		}
+		return false
+	case "ForAllValues:StringLike":
+		for _, v := range have {
+			if !like(v) {
+				return false
+			}
+		}
+		return true
+	default: // StringLike, ForAnyValue:StringLike
+		for _, v := range have {
+			if like(v) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // Policy is an identity-based policy document.
@@ -74,6 +135,12 @@ func statementFrom(m map[string]any) (Statement, error) {
 			st.Actions = strings1(v)
 		case "Resource":
 			st.Resources = strings1(v)
+		case "Condition":
+			conds, err := conditionsFrom(v)
+			if err != nil {
+				return Statement{}, err
+			}
+			st.Conditions = conds
 		default:
 			return Statement{}, fmt.Errorf("%w: %s", ErrUnsupported, k)
 		}
@@ -85,6 +152,27 @@ func statementFrom(m map[string]any) (Statement, error) {
 		return Statement{}, fmt.Errorf("statement %s needs Action and Resource", st)
 	}
 	return st, nil
+}
+
+func conditionsFrom(v any) ([]Condition, error) {
+	ops, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: Condition %v", ErrUnsupported, v)
+	}
+	var out []Condition
+	for op, kv := range ops {
+		keys, ok := kv.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%w: Condition %s", ErrUnsupported, op)
+		}
+		for k, vals := range keys {
+			if !slices.Contains(conditionOps[k], op) {
+				return nil, fmt.Errorf("%w: Condition %s on key %s", ErrUnsupported, op, k)
+			}
+			out = append(out, Condition{Op: op, Key: k, Values: strings1(vals)})
+		}
+	}
+	return out, nil
 }
 
 func strings1(v any) []string {
@@ -106,17 +194,28 @@ func strings1(v any) []string {
 // Document renders p as a policy document (for creating an identity).
 func (p Policy) Document() []byte {
 	type st struct {
-		Sid      string   `json:"Sid,omitempty"`
-		Effect   string   `json:"Effect"`
-		Action   []string `json:"Action"`
-		Resource []string `json:"Resource"`
+		Sid       string                         `json:"Sid,omitempty"`
+		Effect    string                         `json:"Effect"`
+		Action    []string                       `json:"Action"`
+		Resource  []string                       `json:"Resource"`
+		Condition map[string]map[string][]string `json:"Condition,omitempty"`
 	}
 	doc := struct {
 		Version   string `json:"Version"`
 		Statement []st   `json:"Statement"`
 	}{Version: "2012-10-17"}
 	for _, s := range p.Statements {
-		doc.Statement = append(doc.Statement, st{s.Sid, s.Effect, s.Actions, s.Resources})
+		var cond map[string]map[string][]string
+		for _, c := range s.Conditions {
+			if cond == nil {
+				cond = map[string]map[string][]string{}
+			}
+			if cond[c.Op] == nil {
+				cond[c.Op] = map[string][]string{}
+			}
+			cond[c.Op][c.Key] = c.Values
+		}
+		doc.Statement = append(doc.Statement, st{s.Sid, s.Effect, s.Actions, s.Resources, cond})
 	}
 	b, _ := json.Marshal(doc)
 	return b
@@ -145,15 +244,22 @@ func (d Decision) String() string {
 
 // Evaluate decides action on resource: an explicit Deny wins, else an Allow
 // allows, else it is implicitly denied. It also returns the indexes of the
-// statements that allow it.
+// statements that allow it (explicitly denied: the one Deny that refused it). A statement with conditions applies to no
+// request judged without context (EvaluateRequest judges them).
 func (p Policy) Evaluate(action, resource string) (Decision, []int) {
+	return p.EvaluateRequest(Request{Action: action, Resource: resource})
+}
+
+// EvaluateRequest is Evaluate with the request's condition context.
+func (p Policy) EvaluateRequest(r Request) (Decision, []int) {
+	action, resource := r.Action, r.Resource
 	var allowedBy []int
 	for i, s := range p.Statements {
-		if !s.matches(action, resource) {
+		if !s.matches(action, resource) || !s.conditionsHold(r) {
 			continue
 		}
 		if s.Effect == "Deny" {
-			return ExplicitDeny, nil
+			return ExplicitDeny, []int{i}
 		}
 		allowedBy = append(allowedBy, i)
 	}
@@ -161,6 +267,19 @@ func (p Policy) Evaluate(action, resource string) (Decision, []int) {
 		return Allowed, allowedBy
 	}
 	return ImplicitDeny, nil
+}
+
+func (s Statement) conditionsHold(r Request) bool {
+	for _, c := range s.Conditions {
+		have := r.Keys[c.Key]
+		if c.Key == "dynamodb:LeadingKeys" && r.LeadingKey != "" {
+			have = []string{r.LeadingKey}
+		}
+		if !c.holds(have) {
+			return false
+		}
+	}
+	return true
 }
 
 func (s Statement) matches(action, resource string) bool {

@@ -240,8 +240,12 @@ func TestS3ReadsDeletesAndListing(t *testing.T) {
 			t.Fatalf("pages %v keys %v", pages, keys)
 		}
 		// DeleteObjects: a result per key; a missing key counts as deleted.
-		res, err := bk.DeleteBatch(ctx, []string{"p/0", "p/1", "never-existed"})
-		if err != nil || len(res.Deleted) != 3 || len(res.Failed) != 0 {
+		var ids []s3types.ObjectIdentifier
+		for _, k := range []string{"p/0", "p/1", "never-existed"} {
+			ids = append(ids, s3types.ObjectIdentifier{Key: aws.String(k)})
+		}
+		res, err := b.s3.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String("conf"), Delete: &s3types.Delete{Objects: ids}})
+		if err != nil || len(res.Deleted) != 3 || len(res.Errors) != 0 {
 			t.Fatalf("delete batch: %+v %v", res, err)
 		}
 		ls, err := bk.List(ctx, "p/")
@@ -251,7 +255,7 @@ func TestS3ReadsDeletesAndListing(t *testing.T) {
 		if err := bk.Delete(ctx, "never-existed"); err != nil {
 			t.Fatalf("DeleteObject of a missing key: %v", err)
 		}
-		ids := make([]s3types.ObjectIdentifier, 1001)
+		ids = make([]s3types.ObjectIdentifier, 1001)
 		for i := range ids {
 			ids[i] = s3types.ObjectIdentifier{Key: aws.String(fmt.Sprintf("x/%d", i))}
 		}
@@ -323,14 +327,14 @@ func TestDynamoLeaseConditions(t *testing.T) {
 		if !errors.Is(err, store.ErrConditionFailed) || cur.Lease.Holder != "w1" || cur.Lease.LeaseEpoch != 1 || cur.Done {
 			t.Fatalf("acquire of a live lease: %+v %v, want the condition to fail and return w1's lease", cur, err)
 		}
-		if err := lt.Extend(ctx, "t1", "w2", 1, 5000, true); !errors.Is(err, store.ErrConditionFailed) {
+		if err := lt.Extend(ctx, "t1", "w2", 1, 1600, 5000, true); !errors.Is(err, store.ErrConditionFailed) {
 			t.Fatalf("extend by another holder: %v", err)
 		}
 		got, _, err = lt.Acquire(ctx, w2, 2500, true) // expired
 		if err != nil || got.LeaseEpoch != 2 || got.Holder != "w2" {
 			t.Fatalf("acquire after expiry: %+v %v", got, err)
 		}
-		if err := lt.Extend(ctx, "t1", "w1", 1, 9000, true); !errors.Is(err, store.ErrConditionFailed) {
+		if err := lt.Extend(ctx, "t1", "w1", 1, 2600, 9000, true); !errors.Is(err, store.ErrConditionFailed) {
 			t.Fatalf("extend by the previous holder: %v", err)
 		}
 		if err := lt.Complete(ctx, "t1", "w2", 2, 2600, true); err != nil {
@@ -419,9 +423,18 @@ func TestDynamoSweepRecordClearsTheDueTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A sweep that judged another head than the recorded one replaces
-		// nothing (the recorded debt may hold what it never saw).
-		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 2, SweptAtUnixMs: 5500}); err != nil {
-			t.Fatal(err)
+		// nothing (the recorded debt may hold what it never saw): the
+		// answer names the head the state holds, for the sweep to carry
+		// its record forward. So does another checksum at the version.
+		var moved *gc.SweptHeadMovedError
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 2, SweptAtUnixMs: 5500}); !errors.As(err, &moved) || moved.Version != 1 || moved.Checksum != "sha256:1" {
+			t.Fatalf("record for v2 over a state at v1: %v, want SweptHeadMovedError naming v1 sha256:1", err)
+		}
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 1, HeadChecksum: "sha256:other", SweptAtUnixMs: 5500}); !errors.As(err, &moved) || moved.Version != 1 {
+			t.Fatalf("record for v1 of another checksum: %v, want SweptHeadMovedError", err)
+		}
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "gone", Incarnation: 1, HeadVersion: 1, SweptAtUnixMs: 5500}); err != nil {
+			t.Fatalf("record over no state (wiped): %v, want nil", err)
 		}
 		if got, err := ot.Get(ctx, "c", 1); err != nil || got.Debt.GCObjects != 3 || got.Debt.GCDueAtUnixMs != 5000 {
 			t.Fatalf("after a sweep of another head: %+v %v, want the debt kept", got.Debt, err)
@@ -435,6 +448,69 @@ func TestDynamoSweepRecordClearsTheDueTime(t *testing.T) {
 		}
 		if got.Debt.RetentionObjects != 2 || got.Debt.RetentionDueAtUnixMs != 9000 {
 			t.Fatalf("after a sweep that left a retention window: %+v, want 2 objects due at 9000", got.Debt)
+		}
+	})
+}
+
+// A sweep record carried forward with the state's totals (gc.SweepRecord
+// Added) lands at its head and at every later one: the debt the advances
+// added after the totals is kept by difference (one conditional write,
+// if_not_exists and subtraction in SET), and the write says when advances
+// raced it so that the caller lowers the due time (LowerGCDue).
+func TestDynamoCountedSweepRecordKeepsLaterDebt(t *testing.T) {
+	each(t, func(t *testing.T, b backend) {
+		newTable(t, b)
+		ot := awsio.NewObservedTable(b.ddb, "coord")
+		adv := func(v uint64, gc int64, due int64) {
+			t.Helper()
+			if _, err := ot.Advance(ctx, observe.Observed{Collection: "c", Version: v, Checksum: fmt.Sprintf("sha256:%d", v), ObservedAtUnixMs: 1000,
+				Debt: observe.Debt{GCObjects: gc, GCBytes: gc * 10, GCDueAtUnixMs: due}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		adv(1, 0, 0) // no totals yet: an absent total counts as 0
+		var moved *gc.SweptHeadMovedError
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 2, SweptAtUnixMs: 1}); !errors.As(err, &moved) || moved.Added != (gc.AddedTotals{}) {
+			t.Fatalf("record over v1: %v, want SweptHeadMovedError with no totals", err)
+		}
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 1, HeadChecksum: "sha256:1", RemainingObjects: 1, RemainingBytes: 10,
+			NextDueUnixMs: 4000, SweptAtUnixMs: 2, Added: &moved.Added}); err != nil {
+			t.Fatalf("counted record at its head over absent totals: %v", err)
+		}
+		adv(2, 3, 5000)
+		adv(3, 2, 6000)
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 2, SweptAtUnixMs: 3}); !errors.As(err, &moved) || moved.Version != 3 || moved.Added != (gc.AddedTotals{Objects: 5, Bytes: 50}) {
+			t.Fatalf("record for v2 over v3: %v, want SweptHeadMovedError naming v3 with totals 5 objects, 50 bytes", err)
+		}
+		totals := moved.Added
+		adv(4, 4, 7000) // the writer commits again before the carried record lands
+		var raced *gc.SweepRecordRacedError
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 3, HeadChecksum: "sha256:3", RemainingObjects: 2, RemainingBytes: 20,
+			NextDueUnixMs: 6000, SweptAtUnixMs: 4, Added: &totals}); !errors.As(err, &raced) || raced.Version != 4 || raced.Checksum != "sha256:4" {
+			t.Fatalf("counted record for v3 over v4: %v, want it landed and SweepRecordRacedError naming v4", err)
+		}
+		got, err := ot.Get(ctx, "c", 1)
+		if err != nil || got.Version != 4 || got.Debt.GCObjects != 6 || got.Debt.GCBytes != 60 || got.Debt.GCSweptAtUnixMs != 4 || got.Debt.GCDueAtUnixMs != 6000 {
+			t.Fatalf("after the counted record: %+v %v, want v4 with 2 left + 4 added later = 6 objects (60 bytes), swept at 4, due 6000", got.Debt, err)
+		}
+		if err := ot.LowerGCDue(ctx, "c", 1, 5500); err != nil {
+			t.Fatal(err)
+		}
+		if err := ot.LowerGCDue(ctx, "c", 1, 9000); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ot.Get(ctx, "c", 1); err != nil || got.Debt.GCDueAtUnixMs != 5500 {
+			t.Fatalf("after lowering to 5500 then 9000: %+v %v, want 5500", got.Debt, err)
+		}
+		// A counted record for a head the state went back from is refused.
+		if err := ot.RecordGCSweep(ctx, gc.SweepRecord{Collection: "c", Incarnation: 1, HeadVersion: 5, HeadChecksum: "sha256:5", SweptAtUnixMs: 5, Added: &totals}); !errors.As(err, &moved) || moved.Version != 4 {
+			t.Fatalf("counted record for v5 over v4: %v, want SweptHeadMovedError naming v4", err)
+		}
+		if err := ot.LowerGCDue(ctx, "gone", 1, 1); err != nil {
+			t.Fatalf("lowering over no state: %v", err)
+		}
+		if got, err := ot.Get(ctx, "gone", 1); err != nil || got.Version != 0 {
+			t.Fatalf("lowering over no state created %+v %v", got, err)
 		}
 	})
 }

@@ -461,6 +461,9 @@ func (s *S3) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMultipart
 		if len(listed) == 0 {
 			return nil, nil, generic(c, 400, "MalformedXML", "You must specify at least one part")
 		}
+		if err := checkConditions(c, b, in.IfMatch, in.IfNoneMatch); err != nil {
+			return nil, nil, err
+		}
 		var body bytes.Buffer
 		var md5s [][]byte
 		prev := int32(0)

@@ -513,3 +513,30 @@ func (s *SQS) Duplicate(url string, i int) string {
 	q.msgs = append(q.msgs, c)
 	return c.id
 }
+
+// DeadLetter moves the message id of a queue to the queue's dead-letter
+// queue, as a redrive after maxReceiveCount failed receives does (a fault,
+// not an API: its consumer could not process it). It reports whether the
+// message was there and the queue has a dead-letter queue.
+func (s *SQS) DeadLetter(url, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queues[url]
+	if q == nil {
+		return false
+	}
+	dlq := s.byARN[q.dlqARN]
+	if dlq == nil {
+		return false
+	}
+	for i, m := range q.msgs {
+		if m.id == id {
+			q.msgs = slices.Delete(q.msgs, i, i+1)
+			moved := *m
+			moved.receives, moved.hiddenUntil, moved.receipt = 0, time.Time{}, ""
+			dlq.msgs = append(dlq.msgs, &moved)
+			return true
+		}
+	}
+	return false
+}

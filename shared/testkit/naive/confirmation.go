@@ -13,6 +13,7 @@ import (
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/resources"
 )
 
 // NameKeyedConfirmations keeps an operator's lineage confirmation the way
@@ -33,7 +34,7 @@ func NewNameKeyedConfirmations(api awsio.DynamoAPI, table string) *NameKeyedConf
 }
 
 func nameKey(c string) map[string]ddb.AttributeValue {
-	return map[string]ddb.AttributeValue{"pk": &ddb.AttributeValueMemberS{Value: "COLL#" + c}, "sk": &ddb.AttributeValueMemberS{Value: "LINEAGE"}}
+	return map[string]ddb.AttributeValue{"pk": &ddb.AttributeValueMemberS{Value: resources.OperatorKeyPrefix + "COLL#" + c}, "sk": &ddb.AttributeValueMemberS{Value: "LINEAGE"}}
 }
 
 // LineageConfirmation returns the name's record, for any incarnation.

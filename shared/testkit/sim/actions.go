@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -26,6 +27,7 @@ import (
 	"github.com/searchfabric/bcc/shared/lambda/app"
 	"github.com/searchfabric/bcc/shared/lambda/handler"
 	"github.com/searchfabric/bcc/shared/resources"
+	"github.com/searchfabric/bcc/shared/testkit/naive"
 )
 
 // The use cases' configurations, derived from the simulated policy exactly
@@ -36,7 +38,7 @@ func (w *World) compactionPolicy() compact.Policy { return compact.PolicyFrom(w.
 
 func (w *World) gcReadPorts() gc.ReadPorts {
 	data := app.GCBucket{B: w.bucket}
-	return gc.ReadPorts{Objects: data, Lister: data, Memory: w.memory(), Facts: w.ccs,
+	return gc.ReadPorts{Objects: data, Lister: data, Memory: w.memory(), Seen: w.progress, Facts: w.ccs,
 		Watermark: gc.WatermarkObject{Objects: data, Key: WatermarkKey}}
 }
 
@@ -49,6 +51,7 @@ func (w *World) gcReadPorts() gc.ReadPorts {
 func (w *World) observerHandler(r fnRun) *handler.Observer {
 	uc := observe.New(w.bucket, w.state, w.queues, w.ccs, r.now, observe.ConfigFrom(w.pol, w.compactionPolicy().Due), r.m, r.log).WithGuards(w.cfg.Guards)
 	uc.SetCleanups(w.progress)
+	uc.SetNamespaceReleaser(handoff.NewNamespaceRequester(w.ccs, w.ccs, w.queues, r.now, w.cfg.Guards, r.m, r.log))
 	return handler.NewObserver(uc, w.ccs, w.queues, handler.Batch{Reserve: w.pol.BatchReserve(), Guards: w.cfg.Guards}, r.m, r.out, r.now, r.log)
 }
 
@@ -62,6 +65,14 @@ func (w *World) deliver(i int, keep bool) {
 		w.notes = slices.Delete(w.notes, i, i+1)
 	}
 	var resp handler.ObserverResponse
+	// The facts CCS holds when the invocation starts: the observer reads
+	// them at some point of it, and an action nested in the invocation may
+	// change them after that read (transition-nothing judges the
+	// observation by the facts it may have read).
+	factsFrom := map[string]uint64{}
+	for c, f := range w.ccs.facts {
+		factsFrom[c] = f.FactsVersion
+	}
 	crashed, err := w.invoke(resources.FnObserver, true, "", func(r fnRun) error {
 		var err error
 		resp, err = w.observerHandler(r).Handle(r.ctx, s3Event(w.def.Bucket.Name, n.key, n.seq))
@@ -70,7 +81,7 @@ func (w *World) deliver(i int, keep bool) {
 	w.logf("  observe %s (notification %d): %s crashed=%v err=%v", n.key, n.seq, compactJSON(resp.Results), crashed, err)
 	if !crashed && err == nil {
 		for _, r := range resp.Results {
-			w.checkObservation(r)
+			w.checkObservation(r, factsFrom[r.Collection])
 		}
 	}
 	if (crashed || err != nil) && !keep {
@@ -124,6 +135,12 @@ func (w *World) consume(class string) bool {
 		msgs = out.Messages
 	})
 	w.Counts["sqs-dlq"] += w.sqs.Len(w.dlqs[class]) - dlq
+	if class == resources.QueueHandoff {
+		var lost int
+		if msgs, lost = w.loseCompletions(msgs); len(msgs) == 0 && lost > 0 {
+			return true
+		}
+	}
 	if len(msgs) == 0 {
 		return false
 	}
@@ -216,9 +233,14 @@ func (w *World) consume(class string) bool {
 //
 // transition-nothing: the observer scheduled a lifecycle transition for a
 // head none of whose objects in another tier than the target is old
-// enough, even on the fastest clock: the transition moves nothing (and,
-// taking precedence, keeps compaction from being scheduled).
-func (w *World) checkObservation(r handler.ObservedHead) {
+// enough, even on the fastest clock, under any of the facts CCS held
+// while the observation ran (factsFrom: the facts version when the
+// invocation started; an action nested in the invocation may change the
+// facts after the observer read them, and its task then carries the
+// facts it was planned under, which the handoff drops as stale): the
+// transition moves nothing (and, taking precedence, keeps compaction from
+// being scheduled).
+func (w *World) checkObservation(r handler.ObservedHead, factsFrom uint64) {
 	col := w.cols[r.Collection]
 	if col == nil {
 		return
@@ -239,17 +261,33 @@ func (w *World) checkObservation(r handler.ObservedHead) {
 			ver = v
 		}
 	}
-	lc := w.ccs.facts[r.Collection].Lifecycle
-	cutoff, ok := lc.TransitionCutoff(contract.SweepMinute(w.t + w.pol.ClockSkew.D().Milliseconds()))
-	if ver == nil || !ok {
+	if ver == nil {
 		return
 	}
-	for _, o := range ver.objects {
-		if o.TransitionDue(lc.TransitionToTier, cutoff) {
-			return
+	now := w.ccs.facts[r.Collection]
+	var judged []string
+	for fv := min(factsFrom, now.FactsVersion); fv <= now.FactsVersion; fv++ {
+		f, ok := w.ccs.history[r.Collection][fv]
+		if !ok {
+			continue
 		}
+		lc := f.Lifecycle
+		cutoff, ok := lc.TransitionCutoff(contract.SweepMinute(w.t + w.pol.ClockSkew.D().Milliseconds()))
+		if !ok {
+			judged = append(judged, fmt.Sprintf("facts v%d: no transition", fv))
+			continue
+		}
+		for _, o := range ver.objects {
+			if o.TransitionDue(lc.TransitionToTier, cutoff) {
+				return
+			}
+		}
+		judged = append(judged, fmt.Sprintf("facts v%d: to %s, no object in another tier has max_ts <= %d", fv, lc.TransitionToTier, cutoff))
 	}
-	w.violate("transition-nothing", "%s v%d: a lifecycle transition to %s was scheduled, but no object in another tier has max_ts <= %d: it moves nothing", r.Collection, r.Version, lc.TransitionToTier, cutoff)
+	if len(judged) == 0 {
+		return
+	}
+	w.violate("transition-nothing", "%s v%d: a lifecycle transition was scheduled that moves nothing under any facts the observation may have read (%s)", r.Collection, r.Version, strings.Join(judged, "; "))
 }
 
 // taskFor reports whether a compaction or transition task for st's head is
@@ -354,31 +392,40 @@ func (w *World) consumer(class, group string, r fnRun) sqsHandler {
 	case resources.QueueCompaction:
 		cfg := compact.ExecConfigFrom(w.pol, g)
 		cfg.Writer = segment.WriterOptions{BlockSize: 96}
+		// Every read on the invocation's goroutine, in one order: seeds
+		// replay, and a crash (a panic of the call) ends the invocation.
+		// (Outputs never reach a part, so uploads send nothing in the
+		// background either.)
+		cfg.Sequential = true
 		// A wait for a still head advances the simulated clock.
 		sleep := func(ctx context.Context, d time.Duration) error {
 			w.t += d.Milliseconds()
 			return ctx.Err()
 		}
-		ex := compact.NewExecutor(w.bucket, checkedLeases{w: w, l: lease.New(w.leases, g)}, w.ccs, w.queues, r.now, cfg, r.m, r.log).WithRewrites(w.state).WithSleep(sleep)
+		ex := compact.NewExecutor(w.bucket, checkedLeases{w: w, l: lease.New(w.leases, g).WithHeartbeat(cfg.Heartbeat)}, w.ccs, w.queues, r.now, cfg, r.m, r.log).WithRewrites(w.state).WithSleep(sleep)
 		return handler.NewCompaction(ex, r.m, r.out, r.now, r.log).WithBatch(batch).WithGate(w.gate(class, r))
 	case resources.QueueGC:
 		ports := gc.Ports{ReadPorts: w.gcReadPorts(), Deleter: app.GCBucket{B: w.bucket}, Sweeps: w.state, Completions: w.queues,
-			Progress: w.progress, Heads: retirePort{w}, Continuations: w.queues}
-		// Unpaced; a backoff sleep advances the simulated clock while the
-		// world moves on (the collection of a GC batch is its group).
+			Progress: w.progress, Sightings: w.progress, Heads: retirePort{w}, Continuations: w.queues}
+		if w.quiet && w.round < steadyRounds && group != "" && group == w.steadyCol {
+			ports.Sweeps = &steadySweeps{ObservedTable: w.state, w: w, c: group}
+		}
+		// Paced as the seed's budget plan says (budgets.go); a backoff or
+		// budget wait advances the simulated clock while the world moves
+		// on (the collection of a GC batch is its group).
 		sleep := func(ctx context.Context, d time.Duration) error {
-			w.t += d.Milliseconds()
+			w.t += (d + time.Millisecond - 1).Milliseconds() // a wait of less than a millisecond still passes time
 			w.duringBackoff(group)
 			return ctx.Err()
 		}
-		pacer := gc.NewPacer(0, 0, w.pol.GC.BatchSize, r.now, sleep)
+		pacer := w.gcPacer(r, group, sleep)
 		return handler.NewGC(gc.New(ports, w.gcConfig(), pacer, r.now, sleep, r.m, r.log), r.m, r.out, r.now, r.log).WithBatch(batch).WithGate(w.gate(class, r))
 	}
 	var reclaim handoff.Reclaimer
 	if !g.AmbiguousReread {
-		reclaim = reclaimer{w.bucket}
+		reclaim = naive.Reclaimer{S3: w.s3, Bucket: w.def.Bucket.Name}
 	}
-	uc := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaim, r.now, handoff.ConfigFrom(w.pol, g), r.m, r.log)
+	uc := handoff.New(lineage.New(w.bucket, 64), pubPort{w}, w.ccs, reclaim, r.now, handoff.ConfigFrom(w.pol, g), r.m, r.log).WithRemains(w.bucket).WithWritten(w.bucket)
 	return handler.NewHandoff(uc, r.m, r.out, r.now, r.log).WithBatch(batch)
 }
 
@@ -426,7 +473,15 @@ func (w *World) foreignUpload(c string) {
 	if w.rng.IntN(2) == 0 {
 		key, level = fmt.Sprintf("%sl1/import-%06d/0000.seg", contract.DataPrefix(c), w.uploadN), 1
 	}
-	writes := []workload.Write{{Key: fmt.Sprintf("late-%06d", w.uploadN), Payload: []byte(fmt.Sprintf("u%d", w.uploadN))}}
+	rec := fmt.Sprintf("late-%06d", w.uploadN)
+	if w.uploadN%4 != 1 {
+		// Three in four: a key of its own inside the workload's key range ("doc-..."):
+		// committed late, its records are ordered among those of the
+		// rewrites planned meanwhile over that range (the conflict
+		// check's delete_since_base clause, invariant delete-gain).
+		rec = fmt.Sprintf("doc-%06d~late-%06d", w.uploadN%6, w.uploadN)
+	}
+	writes := []workload.Write{{Key: rec, Payload: []byte(fmt.Sprintf("u%d", w.uploadN))}}
 	var u workload.Upload
 	_, err := w.invokeOwner(func() error {
 		var err error
@@ -654,12 +709,20 @@ func (w *World) operatorConfirms(c string) {
 	h := col.head()
 	pl := gc.Plan{Collection: c, Incarnation: col.inc, HeadVersion: h.v, HeadChecksum: h.checksum, RootsAbove: []string{}}
 	for _, k := range w.s3.Keys(w.def.Bucket.Name, contract.ManifestsPrefix(c)) {
-		if inc, v, ok := contract.RootOf(c, k); ok && inc == col.inc && v > h.v {
+		// Every root of the lifetime above the head, and every abandoned
+		// one the new lineage has passed.
+		if inc, v, ok := contract.RootOf(c, k); ok && inc == col.inc && (v > h.v || col.abandoned[k]) {
 			pl.RootsAbove = append(pl.RootsAbove, k)
 		}
 	}
 	if st, err := w.state.Get(w.ctx, c, col.inc); err == nil && st.Version != 0 {
 		pl.HighestObserved, pl.HighestObservedChecksum = st.Version, st.Checksum
+		if v := col.byVersion[st.UnverifiedFromVersion]; st.UnverifiedFromVersion > 0 && (v == nil || v.checksum != st.UnverifiedFromChecksum || col.abandoned[v.rootKey]) &&
+			!(st.Version > h.v) {
+			// The observer advanced over a gap from a head the lineage
+			// abandoned: that head is the one to name.
+			pl.HighestObserved, pl.HighestObservedChecksum = st.UnverifiedFromVersion, st.UnverifiedFromChecksum
+		}
 	}
 	conf, ok := gc.ConfirmationFor(pl, "sim-operator", "", time.UnixMilli(w.t))
 	if !ok {
@@ -770,10 +833,17 @@ func (w *World) tombstone(c string) {
 	// before the horizon is a violation (guard release_horizon).
 	reserve := int64(w.rng.IntN(4)) * 15 * 60000
 	f.Tombstoned, f.TombstonedAtUnixMs, f.ReservationHorizonUnixMs = true, w.t, w.t+reserve
+	if w.rng.IntN(2) == 0 {
+		// Dropped with a lifecycle retention longer than the token
+		// lifetime and the retention window: the cleanup must wait for it
+		// (guard dropped_retention, invariant lifecycle-retention).
+		f.Lifecycle.RetentionMs = (time.Duration(30+w.rng.IntN(60)) * time.Minute).Milliseconds()
+		w.count("tombstone-retention")
+	}
 	f = w.ccs.put(f)
 	col.tombstoned, col.horizon = true, w.t
 	w.count("tombstone")
-	w.logf("  CCS tombstones %s (facts v%d, reserved for %dm)", c, f.FactsVersion, reserve/60000)
+	w.logf("  CCS tombstones %s (facts v%d, reserved for %dm, retention_ms %d)", c, f.FactsVersion, reserve/60000, f.Lifecycle.RetentionMs)
 }
 
 // retombstone: CCS replaces c's tombstone by a newer one (a drop after
@@ -960,6 +1030,7 @@ func (w *World) stepActions() []action {
 		{4, "reader-read", w.readerRead},
 		{3, "publisher-applies-late", w.applyQueuedCutover},
 		{8, "facts-change-in-flight", w.factsChangeInFlight},
+		{1, "namespace-dropped-empty", w.dropEmptyNamespace},
 	}
 	if len(live) > 0 {
 		acts = append(acts,
@@ -977,6 +1048,9 @@ func (w *World) stepActions() []action {
 		)
 		if len(w.colNames) > 1 {
 			acts = append(acts, action{1, "tombstone", func() { w.tombstone(w.pick(live)) }})
+		}
+		if w.forging() {
+			acts = append(acts, action{2, "forge-completion", func() { w.forgeCompletion(w.pick(live)) }})
 		}
 	}
 	if dropped := w.tombstonedCollections(); len(dropped) > 0 {
@@ -1129,10 +1203,21 @@ func (w *World) quiesce() {
 	for range len(w.uploads) / 2 {
 		w.foreignCommit(true)
 	}
+	if live := w.liveCollections(); steadyWrites(w.cfg.Seed) && len(live) > 0 {
+		w.steadyCol = live[0]
+	}
 
 	for round := 0; round < 10 && len(w.violations) == 0; round++ {
 		w.round = round
 		w.step++
+		if round == 9 {
+			// The last round comes after every due time of the previous
+			// rounds' debt (commit + token lifetime + retention window is
+			// 20 minutes: a cutover of round 8 is due only after a round
+			// 9 twenty minutes later). Sweeps are judged by due time once
+			// their records land, not at every pass.
+			w.advance(20 * time.Minute)
+		}
 		w.advance(20 * time.Minute)
 		w.expireReaders()
 		w.publishWatermark(w.safeTs())
@@ -1144,7 +1229,15 @@ func (w *World) quiesce() {
 		for i := range w.held {
 			w.redeliverHeld(i)
 		}
+		if round == 0 && w.cfg.Seed%2 == 0 {
+			w.dropEmptyNamespace() // after the faults: its release must come within releaseBound passes
+		}
 		w.reconcile()
+		if round == 1 && bigRestores(w.cfg.Seed) {
+			if live := w.liveCollections(); len(live) > 0 {
+				w.bigRestore(live[len(live)-1], bigRestoreVersions(w.cfg.Seed))
+			}
+		}
 		if round >= 1 && round <= 3 {
 			// A re-created lifetime's owner restores an older head (half
 			// the time, once the coordinator observed the newer one) and
@@ -1212,6 +1305,15 @@ func (w *World) quiesce() {
 		if len(w.violations) == 0 {
 			w.checkStep()
 		}
+		if len(w.violations) == 0 {
+			w.checkNamespaceLiveness()
+		}
+		if len(w.violations) == 0 {
+			w.checkDebtAge()
+		}
+		if len(w.violations) == 0 {
+			w.checkReleaseLiveness()
+		}
 	}
 	if len(w.violations) == 0 {
 		w.checkConverged()
@@ -1260,7 +1362,7 @@ func (w *World) checkConverged() {
 			var err error
 			switch class {
 			case resources.QueueHandoff:
-				_, err = contract.DecodeCompletion("dlq", m.Body)
+				_, err = contract.DecodeHandoffMessage("dlq", m.Body)
 			case resources.QueueReconcile:
 				_, err = contract.DecodeReconcileRequest("dlq", m.Body)
 			default:

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/searchfabric/bcc/shared/adapters/awsio"
-	"github.com/searchfabric/bcc/shared/awslimit"
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/core/compact"
 	"github.com/searchfabric/bcc/shared/core/lease"
@@ -250,22 +249,4 @@ func (w *World) checkBelief(what string, l contract.Lease) {
 	}
 	w.violate("lease-exclusive", "%s %s the lease of %s (epoch %d until %d), but the table holds %s epoch %d until %d (done %v, present %v)",
 		l.Holder, what, l.TaskID, l.LeaseEpoch, l.LeaseExpiryUnixMs, it.holder, it.epoch, it.expiry, it.done, ok)
-}
-
-// reclaimer is the handoff's Reclaimer: the naive "an unknown outcome
-// failed, delete its outputs" the ambiguous_reread guard exists against,
-// injected only when that guard is off (as the functions' wiring does).
-type reclaimer struct{ b *awsio.Bucket }
-
-func (r reclaimer) DeleteKeys(ctx context.Context, keys []string) error {
-	for start := 0; start < len(keys); start += awslimit.S3DeleteObjectsMaxKeys {
-		res, err := r.b.DeleteBatch(ctx, keys[start:min(start+awslimit.S3DeleteObjectsMaxKeys, len(keys))])
-		if err != nil {
-			return err
-		}
-		if len(res.Failed) > 0 {
-			return fmt.Errorf("delete %d objects failed", len(res.Failed))
-		}
-	}
-	return nil
 }

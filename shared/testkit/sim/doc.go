@@ -71,6 +71,33 @@
 // collection as a head regression, which pages an operator, only when
 // its head went back in that lifetime: a head that moved forward while a
 // sweep read it is no regression; caught at seeds 228 and 553 of 1,000
-// when the sweep judged the evidence against the head it walked first).
+// when the sweep judged the evidence against the head it walked first),
+// and release-liveness (every dropped incarnation whose release
+// dependencies hold — a namespace CCS dropped with no child collection,
+// fault namespace-dropped-empty — is released within releaseBound
+// reconciliations of the quiescent phase). Every fifth seed's CCS catalog
+// also lists a name the contract rejects (bad-catalog-name): it must fail
+// only itself (converged). In the quiescent phase every fourth seed writes
+// one collection during every GC sweep of it (commit-during-sweep;
+// gc-debt-bounded: its recorded GC debt is never due for longer than
+// three rounds), and every tenth restores one collection over 200 to
+// 1,000 versions (restore-large; regression-resumed: once the operator
+// confirmed, GC no longer refuses it two rounds later, while that lifetime
+// lives: a drop hands it to the tombstone cleanup). Every third
+// seed's quiescent phase dead-letters the first cleanup completion of each
+// dropped incarnation after its cursor closed (completion-dead-lettered;
+// release-liveness: released within releaseBound reconciliations all the
+// same, derived again from CCS's facts).
+//
+// GC runs paced as a seed's budget plan says (budgets.go): rates down to
+// the legal minimum (budgets.s3_writes_per_sec_per_prefix 50, deletes per
+// second 1 and 2), the fleet's token buckets in the simulated DynamoDB,
+// and slow grants (a take that answers after up to 1.5 x the proof bound);
+// every wait lets the world move on. Dropped collections often carry a
+// lifecycle retention longer than the token lifetime, and invariant
+// lifecycle-retention holds every deleted committed object, live or
+// dropped, to its retention by its maximum timestamp (guards fresh_proof
+// and dropped_retention).
+//
 // Checks read the in-memory stores directly, never through a faulted call.
 package sim

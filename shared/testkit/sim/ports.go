@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/devstack/standin/workload"
 	"github.com/searchfabric/bcc/shared/store"
 )
 
@@ -37,13 +38,14 @@ type Intent struct {
 // CCS is an in-memory Catalog Control Service.
 type CCS struct {
 	w       *World
+	ns      map[string]contract.NamespaceFacts
 	facts   map[string]contract.CollectionFacts
 	history map[string]map[uint64]contract.CollectionFacts // every version of every collection's facts
 	Intents map[string]Intent
 }
 
 func newCCS(w *World) *CCS {
-	return &CCS{w: w, facts: map[string]contract.CollectionFacts{}, history: map[string]map[uint64]contract.CollectionFacts{}, Intents: map[string]Intent{}}
+	return &CCS{w: w, ns: map[string]contract.NamespaceFacts{}, facts: map[string]contract.CollectionFacts{}, history: map[string]map[uint64]contract.CollectionFacts{}, Intents: map[string]Intent{}}
 }
 
 // put stores facts with facts_version incremented (the owner's own write; no faults).
@@ -55,6 +57,7 @@ func (c *CCS) put(f contract.CollectionFacts) contract.CollectionFacts {
 		c.history[f.Collection] = map[uint64]contract.CollectionFacts{}
 	}
 	c.history[f.Collection][f.FactsVersion] = f
+	c.w.retentionLog[f.Collection] = append(c.w.retentionLog[f.Collection], retentionAt{at: c.w.t, ms: f.Lifecycle.RetentionMs})
 	return f
 }
 
@@ -82,6 +85,15 @@ func (c *CCS) Facts(_ context.Context, collection string) (contract.CollectionFa
 	return f, nil
 }
 
+// BadCatalogName is the name the catalog of badCatalog worlds lists
+// besides the collections: the contract rejects it.
+const BadCatalogName = "Bad Name!"
+
+// badCatalog reports whether seed's CCS lists BadCatalogName (every fifth
+// seed; derived from the seed alone, the schedule's random stream is the
+// same as without it).
+func badCatalog(seed uint64) bool { return seed%5 == 3 }
+
 // Collections implements observe.Catalog.
 func (c *CCS) Collections(_ context.Context) ([]string, error) {
 	if _, err := portErr(c.w.fault("ccs-collections", "", false), "list collections"); err != nil {
@@ -90,6 +102,12 @@ func (c *CCS) Collections(_ context.Context) ([]string, error) {
 	out := make([]string, 0, len(c.facts))
 	for k := range c.facts {
 		out = append(out, k)
+	}
+	if c.w.badName {
+		// A name CCS lists that the contract rejects (invariant
+		// converged: it must fail only itself, guard.CatalogNames).
+		out = append(out, BadCatalogName)
+		c.w.count("bad-catalog-name")
 	}
 	slices.Sort(out)
 	return out, nil
@@ -106,6 +124,10 @@ func (c *CCS) RecordReleaseIntent(_ context.Context, req contract.ReleaseIntentR
 	}
 	if _, ok := c.Intents[req.IntentID]; ok {
 		ans.Status = contract.IntentAlreadyRecorded
+		return ans, err
+	}
+	if req.IntentKind == contract.NamespaceReleaseIntent {
+		ans, _ = c.recordNamespaceIntent(req, ans)
 		return ans, err
 	}
 	f := c.facts[req.Collection]
@@ -150,6 +172,9 @@ func (p pubPort) Cutover(ctx context.Context, req contract.CutoverRequest) (cont
 		w.count("facts-change-at-cas")
 		w.logf("  after the handoff's facts check, before the publisher's head CAS:")
 		w.factsChangeFor(req.Collection)
+	}
+	if w.checked && !w.quiet && w.cols[req.Collection] != nil && !w.cols[req.Collection].tombstoned && w.rng.IntN(3) == 0 {
+		w.commitAtCutover(req)
 	}
 	if req.Collection == w.ownerDown {
 		return contract.CutoverAnswer{}, fmt.Errorf("cutover %s: publisher unreachable for %s (connection refused): %w", req.RequestID, req.Collection, store.ErrAmbiguous)
@@ -238,5 +263,45 @@ func (w *World) judgeFacts(req contract.CutoverRequest) {
 	}
 	if why := factsDrift(c.Kind, planned, w.ccs.facts[c.Collection]); why != "" && w.staleFacts[req.RequestID] == "" {
 		w.staleFacts[req.RequestID] = fmt.Sprintf("%s submitted under facts v%d, planned under v%d: %s", c.Kind, w.ccs.facts[c.Collection].FactsVersion, c.CCSFactsVersion, why)
+	}
+}
+
+// commitAtCutover lands a commit after the handoff's last look and before
+// the publisher reads its head (checked seeds): only the publisher's
+// conflict check judges the request on the head it meets (invariants
+// rebase-check, delete-gain, readable). Mostly an append; sometimes the
+// late commit of another writer's upload (built on an older head: its
+// records are ordered among the inputs', clause delete_since_base). No
+// writer the simulation models commits a key again with another entry
+// (clause checksum_changed: proven on the embedded stack and by the model;
+// a storage-class manager re-committing an input in place with another
+// tier, tried here, made GC delete the key the head references again, seed
+// 60: docs/limits.md).
+func (w *World) commitAtCutover(req contract.CutoverRequest) {
+	c := req.Collection
+	w.logf("  after the handoff's look, before the publisher reads its head:")
+	switch k := w.rng.IntN(6); {
+	case k <= 2 && slices.ContainsFunc(w.uploads, func(u workload.Upload) bool { return u.Collection == c }):
+		// The oldest pending upload: the likeliest to be ordered among
+		// the request's inputs.
+		i := slices.IndexFunc(w.uploads, func(u workload.Upload) bool { return u.Collection == c })
+		u := w.uploads[i]
+		w.uploads = slices.Delete(w.uploads, i, i+1)
+		delete(w.foreign, u.Entry.Key)
+		w.count("late-commit-at-cutover")
+		var newest uint64
+		for _, in := range req.Removed {
+			newest = max(newest, in.MaxSeq)
+		}
+		if u.Entry.MinSeq <= newest {
+			w.count("late-commit-interleaved") // ordered among the request's inputs
+		}
+		w.logf("  another writer commits its upload %s to %s", u.Entry.Key, c)
+		if _, err := w.invokeOwner(func() error { _, err := w.gen.CommitUpload(w.ctx, u); return err }); err != nil {
+			w.violate("workload", "late commit of %s failed without faults: %v", u.Entry.Key, err)
+		}
+	default:
+		w.count("append-at-cutover")
+		w.appendTo(c)
 	}
 }

@@ -35,6 +35,9 @@ import (
 func Policy() policy.Policy {
 	p := policy.Default()
 	p.Compaction.TargetObjectBytes = 400
+	// A reported rewrite holds its group a few polls for its cutover (the
+	// handoff runs when the schedule says: the wait mostly times out).
+	p.Compaction.ResultWait = policy.Duration(200 * time.Millisecond)
 	p.GC.SweepInterval = policy.Duration(30 * time.Minute)
 	p.GC.BatchSize, p.GC.MaxAttempts, p.GC.PartCache = 3, 3, 64
 	p.Functions.CompactionTimeout = policy.Duration(40 * time.Second) // visibility 4m
@@ -52,6 +55,11 @@ func Policy() policy.Policy {
 // backlog larger than the bound (and trim the roots behind it) by the end
 // of the quiescent phase. Derived from the seed alone: the schedule's
 // random stream is the same as without it.
+// conflictChecked says whether a seed's world runs the publisher's
+// conflict check (every even seed; derived from the seed alone, so the
+// schedule's random stream is the same either way).
+func conflictChecked(seed uint64) bool { return seed%2 == 0 }
+
 func boundedSweeps(seed uint64) int {
 	if seed%3 != 2 {
 		return 0
@@ -213,6 +221,7 @@ type World struct {
 	uploads []workload.Upload // other writers' uploads whose commit has not landed
 	foreign map[string]bool   // keys of those uploads (never the coordinator's to delete)
 	uploadN int
+	forgeN  int                       // forged completions sent (forge.go)
 	queued  []contract.CutoverRequest // cutovers the publisher received but has not applied yet
 	slowPub bool                      // this seed's publisher queues every cutover and applies it late
 	// ownerDown: the collection the publisher is unreachable for (an
@@ -246,9 +255,39 @@ type World struct {
 	idleRuns map[string]map[string]bool
 	// splitCol is the collection tierSplit drives (splitsTiers worlds).
 	splitCol string
+	// badName: CCS's catalog lists BadCatalogName (badCatalog worlds).
+	badName bool
+	// nsN numbers the namespaces CCS drops empty; nsWait counts, per
+	// dropped namespace not yet released, the reconciliations of the
+	// quiescent phase it waited (invariant release-liveness).
+	nsN    int
+	nsWait map[string]int
+	// lostWait counts, per dropped incarnation whose cleanup completion
+	// was dead-lettered in the quiescent phase, the reconciliations it
+	// waited for its release since (invariant release-liveness); lost
+	// says which incarnations lost one already (once each).
+	lostWait map[string]int
+	lost     map[string]bool
+	// steadyCol is written during every GC sweep of it in the quiescent
+	// phase (steadyWrites worlds; invariant gc-debt-bounded).
+	steadyCol string
+	// bigCol was restored over hundreds of versions (bigRestores worlds;
+	// invariant regression-resumed).
+	bigCol string
+	bigInc uint64 // bigCol's incarnation restored
 
 	faultRate float64
 	nestRate  float64
+	// budgets: how this seed's world paces GC deletes (budgets.go);
+	// holders numbers the GC instances' budget takers.
+	budgets budgetPlan
+	holders int
+	// retentionLog: every lifecycle retention_ms CCS gave each name, with
+	// when (invariant lifecycle-retention).
+	retentionLog map[string][]retentionAt
+	// checked: this seed's publisher checks conflicts and the coordinator
+	// asks it to (conflictChecked).
+	checked bool
 
 	Counts     map[string]int
 	step       int
@@ -267,7 +306,9 @@ var FaultKinds = []string{
 	"wipe", "watermark-regressed", "watermark-corrupt", "watermark-deleted", "watermark-stalled",
 	"reader-opened", "reader-reads", "clock-skewed-invocations", "tombstone", "tombstone-replaced", "facts-changed", "facts-change-in-flight", "facts-change-at-cas",
 	"foreign-upload", "foreign-commit-late", "cutover-queued", "cutover-applied-late", "cutover-expired-late",
-	"rollback", "rollback-during-backoff", "lineage-confirmed", "lineage-confirmed-late",
+	"rollback", "rollback-during-backoff", "lineage-confirmed", "lineage-confirmed-late", "bad-catalog-name",
+	"namespace-dropped-empty", "cutover-rebased", "append-at-cutover", "late-commit-at-cutover",
+	"commit-during-sweep", "restore-large", "completion-dead-lettered",
 }
 
 func newWorld(cfg Config) *World {
@@ -278,6 +319,8 @@ func newWorld(cfg Config) *World {
 	if n := boundedSweeps(cfg.Seed); n > 0 {
 		pol.GC.MaxSweepCandidates = n
 	}
+	budgets := budgetsOf(cfg.Seed)
+	budgets.apply(&pol)
 	if err := pol.Validate(); err != nil {
 		panic(err) // a programming error: the simulated policy is a constant
 	}
@@ -285,7 +328,7 @@ func newWorld(cfg Config) *World {
 		cfg: cfg, pol: pol, def: resources.For("sim", pol), rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed*0x9e3779b97f4a7c15+1)), t: startMs, ctx: context.Background(),
 		cols: map[string]*collection{}, requests: map[string]contract.CutoverRequest{}, handing: map[string]contract.Completion{}, staleFacts: map[string]string{}, deleted: map[string]bool{}, foreign: map[string]bool{}, unread: map[string]bool{},
 		seen: map[string][]heldMsg{}, lifetimes: map[string][]uint64{}, confirmed: map[string]map[uint64][]contract.LineageConfirmation{},
-		Counts: map[string]int{}, round: -1,
+		Counts: map[string]int{}, round: -1, badName: badCatalog(cfg.Seed), nsWait: map[string]int{}, lostWait: map[string]int{}, lost: map[string]bool{}, budgets: budgets, retentionLog: map[string][]retentionAt{},
 	}
 	now := func() time.Time { return time.UnixMilli(w.t) }
 	w.s3, w.ddb, w.sqs = memaws.NewS3(now), memaws.NewDynamo(), memaws.NewSQS(now)
@@ -297,8 +340,18 @@ func newWorld(cfg Config) *World {
 	if err := w.provision(); err != nil {
 		panic(err) // a programming error: provisioning an empty in-memory AWS cannot fail
 	}
-	w.pub = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, MaxInlineChange: 2, AcceptRebase: true}, nil)
-	w.late = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, MaxInlineChange: 2, OutputsChecked: true}, nil)
+	// Half the seeds run the publisher with the conflict check and the
+	// coordinator told so (issue 26); the others a permissive publisher
+	// (AcceptRebase) the coordinator is told has no check, so that its own
+	// drop of a moved base is what keeps rule 2.
+	w.checked = conflictChecked(cfg.Seed)
+	w.pol.PublisherConflictCheck = w.checked
+	// The publisher's coverage check is the owner's half of
+	// handoff_provenance: the guard's mutation switches both off, so the
+	// coordinator's half is proven on its own.
+	unconserved := !cfg.Guards.HandoffProvenance
+	w.pub = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, MaxInlineChange: 2, AcceptRebase: !w.checked, Unconserved: unconserved}, nil)
+	w.late = publisher.New(w.bucket, now, publisher.Options{MaxPartObjects: 3, MaxInlineChange: 2, OutputsChecked: true, Unconserved: unconserved}, nil)
 	w.ccs = newCCS(w)
 	w.pub.SetFacts(ccsOwner{w.ccs})
 	w.late.SetFacts(ccsOwner{w.ccs})
@@ -360,7 +413,9 @@ func (w *World) invoke(name string, faults bool, queue string, fn func(r fnRun) 
 	if inv.skewMs != 0 {
 		w.count("clock-skewed-invocations")
 	}
-	if name == "handoff" && !w.cfg.HandoffRaces {
+	if name == "handoff" && !w.cfg.HandoffRaces && !w.checked {
+		// A conflict-checking publisher judges a head that moved in the
+		// handoff's window itself, at its CAS: in its seeds heads move there.
 		inv.noHeadMoves = true
 	}
 	if outer := w.top(); outer != nil && outer.noHeadMoves {
@@ -664,6 +719,7 @@ func (w *World) onRegression(col *collection, head contract.Head) {
 // observer recorded a newer head, commits left roots above the head the
 // sweep walked) is no regression.
 func (w *World) onRefused(c, reason string) {
+	w.checkResumed(c, reason)
 	if reason != gc.RefusedRegression {
 		return
 	}
@@ -701,6 +757,10 @@ func (w *World) checkCutover(col *collection, v *version) {
 	if req.BaseVersion == v.root.ParentVersion && req.BaseChecksum == v.root.ParentChecksum {
 		return
 	}
+	if w.checked {
+		w.checkRebased(col, v, req)
+		return
+	}
 	for n := req.BaseVersion + 1; n <= v.root.ParentVersion; n++ {
 		mid := col.byVersion[n]
 		if mid == nil {
@@ -720,6 +780,66 @@ func (w *World) checkCutover(col *collection, v *version) {
 		}
 	}
 	w.violate("stale-cutover", "%s v%d published cutover %s based on v%d, but its parent is v%d", col.name, v.v, req.RequestID, req.BaseVersion, v.root.ParentVersion)
+}
+
+// checkRebased is invariant rebase-check (SYSTEM rule 2 as revised): a
+// cutover the publisher applied on a head other than its base was
+// conflict-free there. The simulation's own reading of the owner's check
+// (written apart from the publisher's), judged when the head write lands:
+// the same lifetime, the base in the parent's lineage, every removed input
+// in the parent with exactly the request's entry, and no commit since the
+// base other than a cutover adding records over an input's key range that
+// are not ordered after every input record (invariant delete-gain; a
+// newer delete keeps applying to the outputs). The facts are judged by
+// invariant stale-facts, what reads by readable.
+func (w *World) checkRebased(col *collection, v *version, req contract.CutoverRequest) {
+	w.count("cutover-rebased")
+	if req.Inc() != col.inc {
+		w.violate("rebase-check", "%s v%d: cutover %s of incarnation %d applied to incarnation %d", col.name, v.v, req.RequestID, req.Inc(), col.inc)
+		return
+	}
+	parent := col.byVersion[v.root.ParentVersion]
+	lineage := map[uint64]*version{}
+	for m := parent; m != nil && m.v > req.BaseVersion; m = col.byVersion[m.root.ParentVersion] {
+		lineage[m.v] = m
+		if m.root.ParentVersion == req.BaseVersion {
+			if base := col.byVersion[req.BaseVersion]; base == nil || base.checksum != req.BaseChecksum || m.root.ParentChecksum != req.BaseChecksum {
+				break
+			}
+			lineage[req.BaseVersion] = col.byVersion[req.BaseVersion]
+		}
+	}
+	if parent == nil || lineage[req.BaseVersion] == nil {
+		w.violate("rebase-check", "%s v%d: cutover %s based on v%d applied on v%d, whose lineage does not hold that base", col.name, v.v, req.RequestID, req.BaseVersion, v.root.ParentVersion)
+		return
+	}
+	var newest uint64
+	for _, in := range req.Removed {
+		newest = max(newest, in.MaxSeq)
+		if held, ok := parent.objects[in.Key]; !ok || held != in {
+			w.violate("rebase-check", "%s v%d: cutover %s based on v%d applied on v%d, which no longer holds input %s as the request named it (held: %v)",
+				col.name, v.v, req.RequestID, req.BaseVersion, parent.v, in.Key, ok)
+			return
+		}
+	}
+	for n := req.BaseVersion + 1; n <= parent.v; n++ {
+		mid := lineage[n]
+		if mid == nil || mid.root.Origin.Kind == contract.OriginCutover {
+			continue
+		}
+		for _, a := range mid.added {
+			if a.DocCount == 0 || a.MinSeq > newest {
+				continue
+			}
+			for _, in := range req.Removed {
+				if in.DocCount > 0 && a.MinRecordKey <= in.MaxRecordKey && a.MaxRecordKey >= in.MinRecordKey {
+					w.violate("delete-gain", "%s v%d: cutover %s based on v%d applied on v%d although v%d added %s (seq %d..) over input %s (max seq %d)",
+						col.name, v.v, req.RequestID, req.BaseVersion, parent.v, n, a.Key, a.MinSeq, in.Key, newest)
+					return
+				}
+			}
+		}
+	}
 }
 
 // onDelete is invariant (a), judged at the moment of the delete: nothing
@@ -755,6 +875,57 @@ func (w *World) onDelete(key string) {
 			return
 		}
 	}
+	w.checkRetention(col, key)
+}
+
+// retentionAt is a lifecycle retention_ms CCS gave a name from at on.
+type retentionAt struct{ at, ms int64 }
+
+// checkRetention is invariant lifecycle-retention, judged at the moment
+// of the delete: a committed object of the lifetime (live or dropped) is
+// deleted only once its lifecycle retention has passed by its maximum
+// timestamp (SYSTEM rule 3; a drop does not waive it), under the smallest
+// retention_ms CCS gave the name within the proof bound before now (a
+// delete may rest on facts read that long ago, rule 14).
+func (w *World) checkRetention(col *collection, key string) {
+	if col.abandoned[key] {
+		return // only versions a head regression abandoned hold it: not the lineage's
+	}
+	var entry contract.ObjectEntry
+	found := false
+	for _, v := range col.versions {
+		if e, ok := v.objects[key]; ok {
+			entry, found = e, true
+		}
+	}
+	if !found {
+		return
+	}
+	ret := w.retentionWithin(col.name, w.t-w.pol.GC.ProofMaxAge.Ms())
+	if ret > 0 && w.t < entry.MaxTsUnixMs+ret {
+		w.violate("lifecycle-retention", "%s of %s (tombstoned %v) deleted %.1fm after its max_ts, inside its lifecycle retention of %.0fm",
+			key, col.name, col.tombstoned, float64(w.t-entry.MaxTsUnixMs)/60000, float64(ret)/60000)
+	}
+}
+
+// retentionWithin is the smallest retention_ms in effect at any time from
+// since to now.
+func (w *World) retentionWithin(c string, since int64) int64 {
+	log := w.retentionLog[c]
+	ret := int64(-1)
+	for i, r := range log {
+		ends := int64(1 << 62)
+		if i+1 < len(log) {
+			ends = log[i+1].at
+		}
+		if ends <= since {
+			continue
+		}
+		if ret < 0 || r.ms < ret {
+			ret = r.ms
+		}
+	}
+	return max(ret, 0)
 }
 
 // protects says why v's objects must exist now ("" when they need not).
@@ -914,9 +1085,19 @@ func sortedKeys[V any](m map[string]V) []string {
 // of the coordinator's rewrite tasks of c, whatever its level: the sim's own
 // reading of where executors write, independent of contract.OwnedOutputTask.
 func writtenByRewrite(c, key string) bool {
+	dir := "/" + strings.TrimPrefix(key, contract.DataPrefix(c))
 	for _, kind := range []string{"compaction", "lifecycletransition"} {
-		if strings.Contains(key, "/"+kind+"-"+c+"-v") {
-			return true
+		for _, form := range []string{"/" + kind + "-" + c + "-v", "/" + kind + "-" + c + "-i", "/" + kind + "-i"} {
+			if i := strings.Index(dir, form); i >= 0 {
+				rest := dir[i+len(form):]
+				if strings.HasSuffix(form, "-i") { // a later lifetime: i<N>-v...
+					n := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+					if n == 0 || !strings.HasPrefix(rest[n:], "-v") {
+						continue
+					}
+				}
+				return true
+			}
 		}
 	}
 	return false

@@ -35,6 +35,10 @@ type Service struct {
 	// gap a tombstone replaced between the coordinator's check and the
 	// record falls into. Mutation proofs only.
 	SkipFactsCheck bool
+	// SkipRemainsCheck records a collection release intent without
+	// seeing that the lifetime is gone (remains.go). Mutation proofs only.
+	SkipRemainsCheck bool
+	bucket           Bucket
 }
 
 // New returns the stand-in over its table.
@@ -204,6 +208,39 @@ func (s *Service) NamespaceFacts(ctx context.Context, namespace string) (contrac
 	return f, nil
 }
 
+// TombstonedNamespaces lists the dropped namespaces (released or not)
+// with their facts, sorted by name, those after after only, at most limit
+// (at most contract.MaxTombstonedNamespacesPage) per page; NextAfter names
+// the last one when more may follow.
+func (s *Service) TombstonedNamespaces(ctx context.Context, after string, limit int) (contract.TombstonedNamespaces, error) {
+	page := contract.TombstonedNamespaces{SchemaVersion: contract.SchemaVersion, Namespaces: []contract.NamespaceFacts{}}
+	if limit <= 0 || limit > contract.MaxTombstonedNamespacesPage {
+		limit = contract.MaxTombstonedNamespacesPage
+	}
+	names, err := s.scanPrefix(ctx, "NS#")
+	if err != nil {
+		return page, fmt.Errorf("list namespaces: %w", err)
+	}
+	for _, n := range names {
+		if n <= after {
+			continue
+		}
+		f, err := s.NamespaceFacts(ctx, n)
+		if err != nil {
+			return page, err
+		}
+		if !f.Tombstoned {
+			continue
+		}
+		if len(page.Namespaces) == limit {
+			page.NextAfter = page.Namespaces[limit-1].Namespace
+			break
+		}
+		page.Namespaces = append(page.Namespaces, f)
+	}
+	return page, nil
+}
+
 // recordNamespaceIntent records a namespace's release intent once, only
 // while the namespace is dropped and every child's release is recorded.
 func (s *Service) recordNamespaceIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
@@ -254,16 +291,26 @@ func (s *Service) Facts(ctx context.Context, collection string) (contract.Collec
 
 // Collections lists every collection CCS has facts for, sorted.
 func (s *Service) Collections(ctx context.Context) ([]string, error) {
+	out, err := s.scanPrefix(ctx, "FACTS#")
+	if err != nil {
+		return nil, fmt.Errorf("list collections: %w", err)
+	}
+	return out, nil
+}
+
+// scanPrefix lists the names of every item whose key starts with prefix,
+// sorted.
+func (s *Service) scanPrefix(ctx context.Context, prefix string) ([]string, error) {
 	var out []string
 	var start map[string]ddb.AttributeValue
 	for {
 		page, err := s.api.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(s.table), ExclusiveStartKey: start})
 		if err != nil {
-			return nil, fmt.Errorf("list collections: %w", err)
+			return nil, err
 		}
 		for _, it := range page.Items {
-			if pk, ok := it["pk"].(*ddb.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "FACTS#") {
-				out = append(out, strings.TrimPrefix(pk.Value, "FACTS#"))
+			if pk, ok := it["pk"].(*ddb.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, prefix) {
+				out = append(out, strings.TrimPrefix(pk.Value, prefix))
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
@@ -276,7 +323,10 @@ func (s *Service) Collections(ctx context.Context) ([]string, error) {
 }
 
 // RecordReleaseIntent records an intent once; a repeat is already_recorded.
-// An intent for a collection that is not tombstoned is rejected.
+// An intent for a collection that is not tombstoned, whose reservation
+// horizon has not passed by CCS's own clock, or whose lifetime is not gone
+// from the data bucket (remains.go: head retired, no key of it left), is
+// rejected.
 func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseIntentRequest) (contract.ReleaseIntentAnswer, error) {
 	ans := contract.ReleaseIntentAnswer{SchemaVersion: contract.SchemaVersion, IntentID: req.IntentID}
 	if req.IntentKind == contract.NamespaceReleaseIntent {
@@ -304,10 +354,26 @@ func (s *Service) RecordReleaseIntent(ctx context.Context, req contract.ReleaseI
 	case len(f.PendingPreconditions) > 0:
 		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("preconditions pending: %v", f.PendingPreconditions)
 		return ans, nil
+	case s.now().UnixMilli() < f.ReservationHorizonUnixMs:
+		// The owner checks its own horizon by its own clock at the record:
+		// no caller's word (a completion's "confirmed") releases early.
+		ans.Status, ans.Reason = contract.IntentRejected, fmt.Sprintf("the reservation horizon of %s has not passed (%s from now)",
+			req.Collection, time.UnixMilli(f.ReservationHorizonUnixMs).Sub(s.now()).Round(time.Second))
+		return ans, nil
 	}
 	if why := s.staleFacts(req, f); why != "" {
 		ans.Status, ans.Reason = contract.IntentStaleFacts, why
 		return ans, nil
+	}
+	if req.IntentKind == contract.CollectionReleaseIntent {
+		why, err := s.lifetimeLeft(ctx, req.Collection, f.Inc())
+		if err != nil {
+			return ans, err
+		}
+		if why != "" {
+			ans.Status, ans.Reason = contract.IntentRejected, why
+			return ans, nil
+		}
 	}
 	ans, err = s.putIntent(ctx, ans, req)
 	if err != nil || ans.Status != contract.IntentRecorded {
@@ -385,6 +451,7 @@ func (s *Service) Intents(ctx context.Context) ([]contract.ReleaseIntentRequest,
 //	GET  /collections                   -> {"collections": [...]}
 //	GET  /collections/{c}/facts         -> CollectionFacts
 //	GET  /namespaces/{n}/facts          -> NamespaceFacts
+//	GET  /namespaces/tombstoned?after=n -> TombstonedNamespaces (one page)
 //	POST /release-intents               ReleaseIntentRequest -> ReleaseIntentAnswer
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -399,6 +466,15 @@ func (s *Service) Handler() http.Handler {
 			return
 		}
 		respond(w, f, err)
+	})
+	mux.HandleFunc("GET /namespaces/tombstoned", func(w http.ResponseWriter, r *http.Request) {
+		after := r.URL.Query().Get("after")
+		if after != "" && !contract.ValidCollection(after) {
+			http.Error(w, fmt.Sprintf("after %q is not a valid namespace name", after), http.StatusBadRequest)
+			return
+		}
+		page, err := s.TombstonedNamespaces(r.Context(), after, 0)
+		respond(w, page, err)
 	})
 	mux.HandleFunc("GET /namespaces/{n}/facts", func(w http.ResponseWriter, r *http.Request) {
 		f, err := s.NamespaceFacts(r.Context(), r.PathValue("n"))

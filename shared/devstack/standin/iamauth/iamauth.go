@@ -49,6 +49,10 @@ type Verifier struct {
 	Skew   time.Duration    // accepted signing-time distance, default 15 minutes (AWS's)
 	// OnVerified, when set, learns who made each admitted request.
 	OnVerified func(r *http.Request, accessKey string)
+	// Authorize, when set, decides whether a verified identity may make
+	// the request (as execute-api:Invoke grants do per route); an error
+	// refuses it with 403.
+	Authorize func(r *http.Request, accessKey string) error
 }
 
 // Keys builds Verifier.Secret from credential providers.
@@ -76,6 +80,9 @@ func (v *Verifier) Wrap(h http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		akid, err := v.Verify(r, body)
+		if err == nil && v.Authorize != nil {
+			err = v.Authorize(r, akid)
+		}
 		if err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("X-Amzn-ErrorType", "AccessDeniedException")

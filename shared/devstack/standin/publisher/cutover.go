@@ -18,9 +18,13 @@ import (
 // moment the result would become visible.
 func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (contract.CutoverAnswer, error) {
 	ans := contract.CutoverAnswer{SchemaVersion: contract.SchemaVersion, RequestID: req.RequestID}
+	if p.opts.OnArrival != nil {
+		p.opts.OnArrival(ctx, req)
+	}
 	queued := false
+	m := newMemo()
 	for attempt := 0; attempt < p.opts.MaxAttempts; attempt++ {
-		base, err := p.Read(ctx, req.Collection)
+		base, err := p.read(ctx, req.Collection, m)
 		if errors.Is(err, store.ErrNotFound) {
 			// The collection has no head any more (dropped and cleaned
 			// up): there is nothing to apply the candidate to.
@@ -31,17 +35,48 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 			return ans, err
 		}
 		ans.HeadVersion = base.Head.Version
-		if v, sum, ok := p.applied(ctx, base, req.RequestID); ok {
-			ans.Status, ans.CommittedVersion, ans.CommittedChecksum = contract.CutoverAccepted, v, sum
+		if p.ConflictChecks(req) {
+			// The capability is echoed on every answer to a request that
+			// asks for it, moved head or not (an idempotent replay
+			// included): the coordinator hands a moved-base result only to
+			// a publisher that proved it.
+			ans.ConflictCheck = contract.ConflictCheckV1
+		}
+		if v, sum, on, ok := p.applied(ctx, base, req.RequestID, m); ok {
+			// A replay says what the request was applied on, as its
+			// first answer did.
+			ans.Status, ans.CommittedVersion, ans.CommittedChecksum, ans.AppliedOnVersion = contract.CutoverAccepted, v, sum, on
 			return ans, nil
 		}
 		moved := base.Head.Version != req.BaseVersion || base.Head.ManifestChecksum != req.BaseChecksum
-		if moved && !p.opts.AcceptRebase {
+		checked := moved && p.ConflictChecks(req)
+		removed := req.Removed
+		switch {
+		case checked:
+			// The owner's conflict check (conflict.go): the request's own
+			// change applies on this head only if it is conflict-free here.
+			var clause, why string
+			removed, clause, why, err = p.checkConflicts(ctx, base, req, m)
+			if err != nil {
+				return ans, err
+			}
+			ans.ConflictCheck = contract.ConflictCheckV1
+			if clause != "" {
+				p.log.Info("cutover refused by the conflict check", "collection", req.Collection, "base", req.BaseVersion, "head", base.Head.Version, "clause", clause, "reason", why)
+				ans.Status, ans.ConflictClause, ans.Reason = contract.CutoverConflict, clause, fmt.Sprintf("head is v%d, candidate is based on v%d: %s", base.Head.Version, req.BaseVersion, why)
+				return ans, nil
+			}
+		case moved && !p.opts.AcceptRebase:
 			ans.Status, ans.Reason = contract.CutoverConflict, fmt.Sprintf("head is v%d, candidate is based on v%d", base.Head.Version, req.BaseVersion)
 			return ans, nil
 		}
 		if now := p.now().UnixMilli(); now > req.NotAfterUnixMs {
 			ans.Status, ans.Reason = contract.CutoverExpired, fmt.Sprintf("not_after %d passed (now %d)", req.NotAfterUnixMs, now)
+			return ans, nil
+		}
+		if why := p.coverage(req); why != "" {
+			p.log.Warn("cutover refused: its coverage is not a rewrite's", "collection", req.Collection, "request_id", req.RequestID, "reason", why)
+			ans.Status, ans.Reason = contract.CutoverRejected, why
 			return ans, nil
 		}
 		if err := p.CheckOutputs(ctx, req.Added); err != nil && !p.opts.OutputsChecked {
@@ -52,8 +87,8 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 			queued = true
 			p.opts.Queue(ctx, req)
 		}
-		head, err := p.commitOn(ctx, base, Change{Added: req.Added, Removed: req.Removed, NotAfterUnixMs: req.NotAfterUnixMs,
-			Origin: contract.Origin{Kind: contract.OriginCutover, RequestID: req.RequestID}, Facts: req.CCSFacts})
+		head, err := p.commitOn(ctx, base, Change{Added: req.Added, Removed: removed, NotAfterUnixMs: req.NotAfterUnixMs,
+			Origin: contract.Origin{Kind: contract.OriginCutover, RequestID: req.RequestID}, Facts: req.CCSFacts, memo: m})
 		switch {
 		case errors.Is(err, ErrExpired):
 			ans.Status, ans.Reason = contract.CutoverExpired, err.Error()
@@ -63,6 +98,10 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 			return ans, nil
 		case err == nil:
 			ans.Status, ans.CommittedVersion, ans.CommittedChecksum, ans.HeadVersion = contract.CutoverAccepted, head.Version, head.ManifestChecksum, head.Version
+			ans.AppliedOnVersion = base.Head.Version
+			if checked {
+				p.log.Info("cutover accepted on a newer head by the conflict check", "collection", req.Collection, "base", req.BaseVersion, "applied_on", base.Head.Version)
+			}
 			return ans, nil
 		case errors.Is(err, ErrChange):
 			if moved {
@@ -72,7 +111,7 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 			}
 			ans.Reason = err.Error()
 			return ans, nil
-		case errors.Is(err, ErrConflict) && !p.opts.AcceptRebase:
+		case errors.Is(err, ErrConflict) && !p.opts.AcceptRebase && !p.ConflictChecks(req):
 			ans.Status, ans.Reason = contract.CutoverConflict, err.Error()
 			return ans, nil
 		case errors.Is(err, ErrConflict):
@@ -85,24 +124,32 @@ func (p *Publisher) Cutover(ctx context.Context, req contract.CutoverRequest) (c
 	return ans, nil
 }
 
-// applied finds requestID among the origins of recent roots.
-func (p *Publisher) applied(ctx context.Context, snap Snapshot, requestID string) (uint64, string, bool) {
+// ConflictChecks says whether this publisher judges req by the conflict
+// check when its head moved past req's base: req asks for it
+// (conflict_check v1) and the publisher has the capability.
+func (p *Publisher) ConflictChecks(req contract.CutoverRequest) bool {
+	return req.ConflictCheck == contract.ConflictCheckV1 && !p.opts.NoConflictCheck
+}
+
+// applied finds requestID among the origins of recent roots: the version
+// and checksum that applied it, and the version it was applied on.
+func (p *Publisher) applied(ctx context.Context, snap Snapshot, requestID string, m *memo) (uint64, string, uint64, bool) {
 	root, key, sum := snap.Root, snap.Head.ManifestKey, snap.Head.ManifestChecksum
 	for range p.opts.IdempotencyWalk {
 		if root.Origin.RequestID == requestID {
-			return root.Version, sum, true
+			return root.Version, sum, root.ParentVersion, true
 		}
 		if root.ParentVersion == 0 {
-			return 0, "", false
+			return 0, "", 0, false
 		}
 		key, sum = root.ParentKey, root.ParentChecksum
-		next, err := p.openRoot(ctx, key, sum)
+		next, err := m.openRoot(ctx, p, key, sum)
 		if err != nil {
-			return 0, "", false
+			return 0, "", 0, false
 		}
 		root = next
 	}
-	return 0, "", false
+	return 0, "", 0, false
 }
 
 // CheckOutputs verifies that every added object exists with its size.

@@ -34,6 +34,10 @@ type Options struct {
 	// them late (a test advances the clock or sweeps GC in it). The
 	// request's not_after is checked again at the head CAS.
 	Queue func(ctx context.Context, req contract.CutoverRequest)
+	// Unconserved applies a cutover whatever its coverage (coverage.go):
+	// a removal that adds nothing, outputs of another task, outputs that
+	// cannot hold what the inputs held. Mutation proofs only.
+	Unconserved bool
 	// OutputsChecked skips the output check at apply time: the publisher
 	// checked them when it received (and queued) the request.
 	OutputsChecked bool
@@ -51,6 +55,28 @@ type Options struct {
 	// between the coordinator's check and the head swap falls into.
 	// Mutation proofs only.
 	SkipFactsRecheck bool
+	// NoConflictCheck is a publisher without the conflict-check capability
+	// (contract.ConflictCheckV1): a request on a moved head is a conflict
+	// whatever it asks for, and the answer carries no conflict_check.
+	NoConflictCheck bool
+	// ConflictWalk bounds how many versions since a request's base the
+	// conflict check reads (default 64); a longer gap is refused
+	// (clause unproven).
+	ConflictWalk int
+	// SkipClauses switches clauses of the conflict check off (contract
+	// Clause* names): the publisher then applies what such a publisher
+	// would (removes only inputs still there, by key whatever their
+	// entry, over any lineage). Mutation proofs only.
+	SkipClauses []string
+	// OnArrival, when set, runs first thing when a cutover request
+	// arrives, before the publisher reads its head: a test changes the
+	// head there, after the coordinator's last look and before the
+	// owner's check at the moment of effect.
+	OnArrival func(ctx context.Context, req contract.CutoverRequest)
+	// RetireLive retires a head without asking CCS whether it dropped the
+	// head's incarnation (retire.go): guard retire_tombstoned off.
+	// Mutation proofs only.
+	RetireLive bool
 }
 
 // Publisher is the stand-in Manifest Publisher.
@@ -80,6 +106,9 @@ func New(objects Objects, now func() time.Time, opts Options, log *slog.Logger) 
 	if opts.IdempotencyWalk <= 0 {
 		opts.IdempotencyWalk = 16
 	}
+	if opts.ConflictWalk <= 0 {
+		opts.ConflictWalk = 64
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -94,6 +123,11 @@ func (p *Publisher) SetBeforeCAS(fn func()) { p.beforeCAS = fn }
 // root in place, as a publisher that crashed between writing the root and
 // withdrawing it does (tests of GC's handling of a root above the head).
 func (p *Publisher) SetCrashAfterRoot(on bool) { p.crashAfterRoot = on }
+
+// SetOnArrival sets Options.OnArrival (before any cutover is served).
+func (p *Publisher) SetOnArrival(fn func(ctx context.Context, req contract.CutoverRequest)) {
+	p.opts.OnArrival = fn
+}
 
 // SetQueue sets Options.Queue (before any cutover is served).
 func (p *Publisher) SetQueue(fn func(ctx context.Context, req contract.CutoverRequest)) {
@@ -149,6 +183,11 @@ func (p *Publisher) CreateIncarnation(ctx context.Context, collection string, in
 
 // Read returns the committed head and its verified root.
 func (p *Publisher) Read(ctx context.Context, collection string) (Snapshot, error) {
+	return p.read(ctx, collection, nil)
+}
+
+// read is Read opening the root through m (nil: uncached).
+func (p *Publisher) read(ctx context.Context, collection string, m *memo) (Snapshot, error) {
 	key := contract.HeadKey(collection)
 	b, etag, err := p.objects.GetWithETag(ctx, key)
 	if err != nil {
@@ -158,7 +197,7 @@ func (p *Publisher) Read(ctx context.Context, collection string) (Snapshot, erro
 	if err != nil {
 		return Snapshot{}, err
 	}
-	root, err := p.openRoot(ctx, head.ManifestKey, head.ManifestChecksum)
+	root, err := m.openRoot(ctx, p, head.ManifestKey, head.ManifestChecksum)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -196,6 +235,9 @@ type Change struct {
 	// Facts, when set, are the CCS facts the change was judged under: they
 	// are re-read right before the head CAS (facts.go).
 	Facts *contract.FactsFence
+	// memo reads the base's parts (a cutover's retries read each
+	// immutable root and part once; nil: uncached).
+	memo *memo
 }
 
 // BuildFunc derives a change from the base it will apply to. It is called
@@ -229,7 +271,10 @@ func (p *Publisher) commitOn(ctx context.Context, base Snapshot, ch Change) (con
 	if ch.NotAfterUnixMs > 0 && p.now().UnixMilli() > ch.NotAfterUnixMs {
 		return contract.Head{}, fmt.Errorf("commit to %s: %w (%d)", base.Head.Collection, ErrExpired, ch.NotAfterUnixMs)
 	}
-	np, err := applyChange(ctx, base.Root, base.Head.Version+1, p.loadPart, ch.Added, ch.Removed, p.opts.MaxPartObjects)
+	np, err := applyChange(ctx, base.Root, base.Head.Version+1, func(ctx context.Context, ref contract.PartRef) (contract.Part, error) {
+		return ch.memo.loadPart(ctx, p, ref)
+	},
+		ch.Added, ch.Removed, p.opts.MaxPartObjects)
 	if err != nil {
 		return contract.Head{}, err
 	}
@@ -348,4 +393,47 @@ func nonNilRefs(s []contract.PartRef) []contract.PartRef {
 		return []contract.PartRef{}
 	}
 	return s
+}
+
+// memo holds the immutable roots and parts one cutover read (their keys
+// carry their checksums), so that its retries after a lost head CAS read
+// only what is new: a cutover whose every attempt re-read the lineage lost
+// every CAS to a writer committing every 100 ms. One call's lifetime: a
+// root deleted meanwhile is not seen deleted by that call, which reads it
+// verified once. A nil memo reads through.
+type memo struct {
+	roots map[string]contract.Manifest
+	parts map[string]contract.Part
+}
+
+func newMemo() *memo {
+	return &memo{roots: map[string]contract.Manifest{}, parts: map[string]contract.Part{}}
+}
+
+func (m *memo) openRoot(ctx context.Context, p *Publisher, key, checksum string) (contract.Manifest, error) {
+	if m == nil {
+		return p.openRoot(ctx, key, checksum)
+	}
+	if r, ok := m.roots[key+checksum]; ok {
+		return r, nil
+	}
+	r, err := p.openRoot(ctx, key, checksum)
+	if err == nil {
+		m.roots[key+checksum] = r
+	}
+	return r, err
+}
+
+func (m *memo) loadPart(ctx context.Context, p *Publisher, ref contract.PartRef) (contract.Part, error) {
+	if m == nil {
+		return p.loadPart(ctx, ref)
+	}
+	if pt, ok := m.parts[ref.Key+ref.Checksum]; ok {
+		return pt, nil
+	}
+	pt, err := p.loadPart(ctx, ref)
+	if err == nil {
+		m.parts[ref.Key+ref.Checksum] = pt
+	}
+	return pt, err
 }

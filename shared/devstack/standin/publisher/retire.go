@@ -36,6 +36,10 @@ var ErrNoConditionalDelete = errors.New("the publisher's bucket has no condition
 // or an ambiguous answer is judged by reading the head again: gone is
 // accepted, still the named head is tried again, another head is a
 // conflict. Only heads are ever removed, and only by this publisher.
+//
+// The request is one caller's word: a head is retired only when CCS, asked
+// right before the delete, dropped the head's incarnation (retirable); a
+// live collection's head is never removed, whoever asks.
 func (p *Publisher) Retire(ctx context.Context, req contract.RetireRequest) (contract.RetireAnswer, error) {
 	ans := contract.RetireAnswer{SchemaVersion: contract.SchemaVersion, RequestID: req.RequestID}
 	del, ok := p.objects.(ConditionalDeleter)
@@ -60,6 +64,13 @@ func (p *Publisher) Retire(ctx context.Context, req contract.RetireRequest) (con
 		if head.Inc() != req.Incarnation || head.Version != req.HeadVersion || head.ManifestChecksum != req.HeadChecksum {
 			ans.Status, ans.HeadIncarnation, ans.HeadVersion = contract.RetireConflict, head.Inc(), head.Version
 			ans.Reason = fmt.Sprintf("head names incarnation %d v%d, the request retires incarnation %d v%d", head.Inc(), head.Version, req.Incarnation, req.HeadVersion)
+			return ans, nil
+		}
+		if why, err := p.retirable(ctx, req.Collection, head); err != nil {
+			return ans, fmt.Errorf("retire head of %s: %w", req.Collection, err)
+		} else if why != "" {
+			p.log.Warn("head retirement refused: CCS has not dropped its incarnation", "collection", req.Collection, "incarnation", head.Inc(), "reason", why)
+			ans.Status, ans.Reason = contract.RetireRejected, why
 			return ans, nil
 		}
 		err = del.DeleteIfMatch(ctx, key, etag)
@@ -98,4 +109,29 @@ func (p *Publisher) serveRetire(w http.ResponseWriter, r *http.Request) {
 	out, _ := contract.Encode(ans)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
+}
+
+// retirable says why head may not be retired ("" when it may): CCS's
+// current facts must show its incarnation dropped, tombstoned or
+// succeeded by a later lifetime of the name (guard retire_tombstoned).
+// Facts CCS cannot answer are an error: nothing is retired.
+func (p *Publisher) retirable(ctx context.Context, collection string, head contract.Head) (string, error) {
+	if p.opts.RetireLive {
+		return "", nil
+	}
+	if p.facts == nil {
+		return "this publisher has no CCS to ask whether the head's incarnation was dropped", nil
+	}
+	f, err := p.facts.Facts(ctx, collection)
+	if err != nil {
+		return "", fmt.Errorf("read CCS facts: %w", err)
+	}
+	switch {
+	case f.Inc() > head.Inc():
+		return "", nil
+	case f.Inc() == head.Inc() && f.Tombstoned:
+		return "", nil
+	}
+	return fmt.Sprintf("CCS has not dropped incarnation %d of %s (its facts v%d: incarnation %d, tombstoned %v)",
+		head.Inc(), collection, f.FactsVersion, f.Inc(), f.Tombstoned), nil
 }

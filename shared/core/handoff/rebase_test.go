@@ -1,0 +1,67 @@
+package handoff
+
+import (
+	"context"
+	"testing"
+
+	"github.com/searchfabric/bcc/shared/contract"
+	"github.com/searchfabric/bcc/shared/guard"
+)
+
+// oldContractPublisher applies every request on its current head without
+// any check, and answers as a publisher on the contract before issue 26:
+// no applied_on_version, no conflict_check echo. before runs in its arrival
+// window, after on the root it committed.
+type oldContractPublisher struct {
+	lin    *fakeLineage
+	before func(l *fakeLineage)
+	after  func(m *contract.Manifest)
+}
+
+func (p *oldContractPublisher) Cutover(_ context.Context, r contract.CutoverRequest) (contract.CutoverAnswer, error) {
+	if p.before != nil {
+		p.before(p.lin)
+	}
+	p.lin.add(contract.Origin{Kind: contract.OriginCutover, RequestID: r.RequestID}, r.Added)
+	v := p.lin.head()
+	if p.after != nil {
+		m := p.lin.roots[v]
+		p.after(&m)
+		p.lin.roots[v] = m
+	}
+	return contract.CutoverAnswer{SchemaVersion: 1, RequestID: r.RequestID, Status: contract.CutoverAccepted, CommittedVersion: v, CommittedChecksum: sum(v)}, nil
+}
+
+// Review 25/26 D2: an acceptance without applied_on_version is judged by
+// what the answer and the committed root show. A committed version above
+// base + 1, or a committed root whose parent is not the base (another v5),
+// was applied on a moved head without the check: PublisherUncheckedRebase,
+// never an ordinary acceptance. Applied on its base it is one.
+func TestRebaseWithoutAppliedOnVersionIsDetected(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pub     oldContractPublisher
+		rebased bool
+	}{
+		{"applied on its base", oldContractPublisher{}, false},
+		{"a commit in the arrival window: committed base+2", oldContractPublisher{
+			before: func(l *fakeLineage) { l.add(contract.Origin{Kind: contract.OriginAppend}, nil) }}, true},
+		{"committed base+1 on another v5 than the base", oldContractPublisher{
+			after: func(m *contract.Manifest) { m.ParentChecksum = sum(99) }}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lin := newLineage(5)
+			pub := tc.pub
+			pub.lin = lin
+			h, m := newHandoff(lin, &pub, guard.All())
+			res, err := h.Process(context.Background(), completion(5, h.now()))
+			if err != nil || res.Outcome != OutcomeAccepted {
+				t.Fatalf("%s (%s) %v", res.Outcome, res.Reason, err)
+			}
+			got := m.Counts()["PublisherUncheckedRebase"] == 1
+			if got != tc.rebased || m.Counts()["CutoversRebased|Kind=compaction"] != 0 {
+				t.Fatalf("unchecked rebase counted %v, want %v: %v", got, tc.rebased, m.Counts())
+			}
+		})
+	}
+}

@@ -300,6 +300,53 @@ func TestTombstoneHeadDeleteNeverHitsNewIncarnation(t *testing.T) {
 	})
 }
 
+// A dropped collection's control artifacts (the keys CCS names with the
+// tombstone) are deleted by its cleanup, through the pipeline and under the
+// GC function's deployed policy, before its release is requested; the
+// intent confirms them. Unlike TestDropReleaseRecreate this test writes no
+// segment and advances the clock past the token lifetime only, so it holds
+// on an upstream whose S3 dates objects by its own wall clock (make
+// e2e-moto): an object it stamped looks older to the test's clock, never
+// younger.
+func TestDroppedCollectionsControlArtifactsAreDeleted(t *testing.T) {
+	e := startInc(t)
+	const c = "c1"
+	if err := e.Workload.Create(e.ctx, c, contract.Lifecycle{}); err != nil {
+		t.Fatal(err)
+	}
+	artifacts := []string{"collections/c1/control/schema.json", "collections/c1/control/aliases.json"}
+	for _, a := range artifacts {
+		if _, err := e.Bucket.Put(e.ctx, a, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := dropSeen(t, e.Env, e.ctx, c, 0, artifacts...); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(time.Hour)
+	if err := e.Watermark.Publish(e.ctx, e.clk.Now(), e.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile()
+	e.reconcile()
+	for _, a := range artifacts {
+		if e.exists(a) {
+			t.Fatalf("control artifact %s of the dropped collection remains after its cleanup", a)
+		}
+	}
+	if left := e.keysUnder(contract.CollectionPrefix(c)); len(left) > 0 {
+		t.Fatalf("after the cleanup %d keys of the dropped incarnation remain: %v", len(left), left[:min(len(left), 5)])
+	}
+	in := e.intents()
+	if len(in) != 1 || in[0].IntentID != contract.ReleaseIntentID(contract.CollectionReleaseIntent, c, 1) {
+		t.Fatalf("want exactly the release intent of incarnation 1, got %+v", in)
+	}
+	if deps := strings.Join(in[0].Dependencies, "\n"); !strings.Contains(deps, contract.DepControlArtifacts+": confirmed") {
+		t.Fatalf("intent does not confirm %s: %v", contract.DepControlArtifacts, in[0].Dependencies)
+	}
+	e.releasesSignedByHandoff()
+}
+
 // Release waits for the reservation horizon (guard.ReleaseHorizon): an
 // empty dropped collection is cleaned at once, but its completion (and so
 // its release intent) waits until CCS's horizon has passed. Without the

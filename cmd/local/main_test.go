@@ -40,7 +40,7 @@ func metricSums(e *localenv.Env, names ...string) map[string]float64 {
 // action (no bcc apply, no Reconcile call) — only writes and a drop, as a
 // user's workload makes them.
 func TestMakeLocalSweepsAndCleansUpWithNoOperatorAction(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
 	defer cancel()
 	var banner bytes.Buffer
 	env, err := start(ctx, []string{"-addr", "127.0.0.1:0", "-time-scale", "600", "-dashboard", ""}, &banner, slog.New(slog.DiscardHandler))
@@ -61,6 +61,15 @@ func TestMakeLocalSweepsAndCleansUpWithNoOperatorAction(t *testing.T) {
 			if _, err := env.Workload.Append(ctx, c, env.Workload.Random()); err != nil {
 				t.Fatal(err)
 			}
+			// Each write is handled (its compaction cut over) before the
+			// next, as a collection written at a human pace is: a
+			// compaction whose base moved under a delete-bearing write is
+			// rejected, and its never-committed output then holds a later
+			// drop's cleanup until the task's lifetime ends (unscaled:
+			// tied to the function timeouts), far past this test.
+			if err := env.Settle(ctx, 30*time.Second); err != nil {
+				t.Logf("write to %s not settled: %v", c, err)
+			}
 		}
 	}
 	// The drop comes once the writes' compactions are done, as an
@@ -75,7 +84,12 @@ func TestMakeLocalSweepsAndCleansUpWithNoOperatorAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	deadline := began.Add(150 * time.Second)
+	// Sweep and cleanup task identities carry the wall-clock minute (two
+	// reconciliations within one minute collapse into one task), so a
+	// collection is swept or cleaned at most once a minute whatever the
+	// time scale; the cleanup takes up to three runs (pinned lineage held,
+	// head retired and outputs listed, release): up to four minutes.
+	deadline := began.Add(5 * time.Minute)
 	first := map[string]time.Duration{}
 	seen := func(what string, ok bool) bool {
 		if _, done := first[what]; ok && !done {

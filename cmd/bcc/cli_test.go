@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt, the docs blocks they feed (docs/bcc.md) and events/bcc/*.json")
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.txt, the docs blocks they feed (docs/bcc.md, docs/operations.md) and events/bcc/*.json")
 
 // cleanEnv is an environment without AWS configuration: no region, no
 // credentials, no metadata service.
@@ -188,41 +188,50 @@ func TestMakeBccBuildsTheBinary(t *testing.T) {
 // goldenBlock is a docs block fed by a golden file.
 var goldenBlock = regexp.MustCompile("(?s)<!-- golden ([a-z0-9-]+) -->\n(.*?)<!-- /golden -->")
 
-// Every transcript docs/bcc.md shows is a golden file, byte for byte, and
-// every golden file is shown. -update rewrites the blocks from the files.
+// goldenDocs are the documents that show golden transcripts: the CLI's
+// reference, and the operations guide's session (its stale-plan error).
+var goldenDocs = []string{"docs/bcc.md", "docs/operations.md"}
+
+// Every transcript docs/bcc.md and docs/operations.md show in a golden
+// block is a golden file, byte for byte, and every golden file is shown.
+// -update rewrites the blocks from the files.
 func TestDocsShowTheGoldenTranscripts(t *testing.T) {
-	docPath := filepath.Join("..", "..", "docs", "bcc.md")
-	doc, err := os.ReadFile(docPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.txt"))
 	shown := map[string]bool{}
 	var errs []string
-	out := goldenBlock.ReplaceAllStringFunc(string(doc), func(block string) string {
-		m := goldenBlock.FindStringSubmatch(block)
-		name := m[1]
-		shown[name] = true
-		g, err := os.ReadFile(filepath.Join("testdata", "golden", name+".txt"))
+	for _, rel := range goldenDocs {
+		docPath := filepath.Join("..", "..", filepath.FromSlash(rel))
+		doc, err := os.ReadFile(docPath)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("docs/bcc.md shows %q, which no test produces", name))
-			return block
+			t.Fatal(err)
 		}
-		want := "```text\n" + string(g) + "```\n"
-		if m[2] != want {
-			errs = append(errs, fmt.Sprintf("docs/bcc.md block %q is not its golden file", name))
+		out := goldenBlock.ReplaceAllStringFunc(string(doc), func(block string) string {
+			m := goldenBlock.FindStringSubmatch(block)
+			name := m[1]
+			shown[name] = true
+			g, err := os.ReadFile(filepath.Join("testdata", "golden", name+".txt"))
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s shows %q, which no test produces", rel, name))
+				return block
+			}
+			want := "```text\n" + string(g) + "```\n"
+			if m[2] != want {
+				errs = append(errs, fmt.Sprintf("%s block %q is not its golden file", rel, name))
+			}
+			return "<!-- golden " + name + " -->\n" + want + "<!-- /golden -->"
+		})
+		if *update && out != string(doc) {
+			if err := os.WriteFile(docPath, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-		return "<!-- golden " + name + " -->\n" + want + "<!-- /golden -->"
-	})
+	}
 	for _, f := range files {
 		if n := strings.TrimSuffix(filepath.Base(f), ".txt"); !shown[n] {
-			errs = append(errs, fmt.Sprintf("golden %s is not shown in docs/bcc.md", n))
+			errs = append(errs, fmt.Sprintf("golden %s is not shown in %s", n, strings.Join(goldenDocs, " or ")))
 		}
 	}
 	if *update {
-		if err := os.WriteFile(docPath, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		return
 	}
 	if len(errs) > 0 {

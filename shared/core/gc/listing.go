@@ -213,6 +213,9 @@ func (ab *abandonedIndex) committed(ctx context.Context, key string) (*Candidate
 	for i := range ab.roots {
 		e, found, err := ab.pl.lin.Lookup(ctx, &ab.roots[i], key)
 		if errors.Is(err, store.ErrNotFound) {
+			if !canName(ab.v.c, &ab.roots[i], key) {
+				continue
+			}
 			// A part of the abandoned root is gone: whether it names the
 			// key cannot be told, so the key is held as committed.
 			e, found, err = contract.ObjectEntry{Key: key, MaxTsUnixMs: math.MaxInt64}, true, nil
@@ -226,6 +229,31 @@ func (ab *abandonedIndex) committed(ctx context.Context, key string) (*Candidate
 		}
 	}
 	return nil, nil
+}
+
+// canName reports whether root m can name key, an output of the
+// coordinator's rewrite task, without reading the part that would say so
+// (it is gone). A rewrite commits above its base: the publisher applies
+// only outputs of one task of the request's incarnation and base version,
+// on that base or on a newer head whose parent chain reaches it
+// (events/PUBLISHER.md). A root of the task's lifetime at or below the
+// task's base version therefore names none of its outputs. Without this,
+// once the restored lineage's trim deleted a part an abandoned root shared
+// with its base, every later never-committed output in that part's key
+// range was held as committed with an unknown maximum timestamp: under a
+// lifecycle retention, for ever (make sim SEEDS=10000: seeds 6487, 6611,
+// 7899, 8111). Anything else is taken to be nameable (fail closed).
+func canName(c string, m *contract.Manifest, key string) bool {
+	id, own := contract.OwnedOutputTask(c, key)
+	if !own {
+		return true
+	}
+	for _, k := range []contract.TaskKind{contract.KindCompaction, contract.KindLifecycleTransition} {
+		if inc, base, ok := contract.ParseTaskID(k, c, id); ok {
+			return inc != m.Inc() || base < m.Version
+		}
+	}
+	return true
 }
 
 // load reads the abandoned roots whose protection ended (a root gone

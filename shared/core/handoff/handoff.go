@@ -260,7 +260,7 @@ func (h *Handoff) rewrite(ctx context.Context, c contract.Completion) (Result, e
 	}
 	h.conflictChecked(&req, c)
 	for attempt := 0; ; attempt++ {
-		verdict, err := h.judge(ctx, c, reqID)
+		verdict, err := h.judge(ctx, c, req)
 		if err != nil || verdict.Outcome != "" {
 			return h.finish(c, verdict), err
 		}
@@ -322,7 +322,8 @@ func NotAfter(startedMs int64, deadline time.Duration) int64 {
 
 // judge reads the committed head and decides what the result can still
 // become: a non-empty Outcome is final, an empty one means "submit".
-func (h *Handoff) judge(ctx context.Context, c contract.Completion, reqID string) (Result, error) {
+func (h *Handoff) judge(ctx context.Context, c contract.Completion, req contract.CutoverRequest) (Result, error) {
+	reqID := req.RequestID
 	res := Result{RequestID: reqID}
 	head, root, err := h.lin.HeadRoot(ctx, c.Collection)
 	if err != nil {
@@ -343,9 +344,17 @@ func (h *Handoff) judge(ctx context.Context, c contract.Completion, reqID string
 		return res, err
 	}
 	for _, m := range since {
-		if m.Origin.Kind == contract.OriginCutover && m.Origin.RequestID == reqID {
+		if m.Origin.Kind == contract.OriginCutover && (m.Origin.RequestID == reqID || m.Origin.RequestID == probeRequestID(reqID)) {
+			// (A probe applied by a publisher that broke the contract
+			// twice is the result's change all the same: never submitted
+			// again, its outputs never reclaimed as never-committed.)
 			res.Outcome, res.Version, res.Reason = OutcomeAccepted, m.Version, "already applied"
 			return res, nil
+		}
+	}
+	if h.cfg.ConflictChecked && !h.checkProven() {
+		if probed, applied := h.probe(ctx, c, req, res); applied {
+			return probed, nil
 		}
 	}
 	if h.cfg.ConflictChecked && h.checkProven() {

@@ -79,6 +79,47 @@ func (h *Handoff) checkProven() bool {
 	return !h.cfg.Guards.ConflictCheckProven || h.proven.Load()
 }
 
+// probeRequestID is the request id of the probe of the cutover reqID.
+func probeRequestID(reqID string) string { return reqID + "-probe" }
+
+// probe asks the publisher to prove its conflict check, for a handoff that
+// holds a result whose base the head moved past and has no proof yet (a
+// cold instance: the proof is learned per instance, and on a hot
+// collection every result's base has moved by the handoff's look, so no
+// submission would ever prove it). The probe is the result's own request
+// under another id, asking for the check, with a not_after long past (1 ms
+// after the epoch, on any publisher clock): every publisher on the
+// contract refuses it as expired, checked or not, moved head or not, and
+// one with the capability echoes conflict_check v1 on that answer too.
+// The echo proves the check (checkProven); anything else (no echo, an
+// error, an unknown outcome) leaves the result judged as without it. A
+// probe the publisher applied anyway broke the contract twice (an expired
+// request applied; a moved head rebased): the change is in the head, so
+// the result is taken as accepted (applied: true; never submitted again,
+// its outputs never reclaimed as never-committed), counted and alarmed as
+// an unchecked rebase when it was not echoed, and the proof is forgotten.
+func (h *Handoff) probe(ctx context.Context, c contract.Completion, req contract.CutoverRequest, res Result) (Result, bool) {
+	p := req
+	p.RequestID, p.NotAfterUnixMs, p.ConflictCheck = probeRequestID(req.RequestID), 1, contract.ConflictCheckV1
+	ans, err := h.pub.Cutover(ctx, p)
+	if err != nil {
+		h.log.Warn("conflict-check probe unanswered; the result is judged as without the check", "task", c.TaskID, "collection", c.Collection, "err", err)
+		return res, false
+	}
+	// The answer counts as any answer to a request that asked for the
+	// check: an echo proves it, a conflict without one is a declared
+	// capability missing, an acceptance is judged for how it was applied.
+	h.checkedAnswer(ctx, c, p, ans)
+	if ans.Status == contract.CutoverAccepted {
+		h.log.Error("contract violation: the publisher applied a conflict-check probe past its not_after",
+			"task", c.TaskID, "collection", c.Collection, "request", p.RequestID, "version", ans.CommittedVersion, "conflict_check", ans.ConflictCheck)
+		h.proven.Store(false)
+		res.RequestID = p.RequestID
+		return h.answered(c, res, ans), true
+	}
+	return res, false
+}
+
 // checkedAnswer learns and counts what the publisher's conflict check
 // decided. An answer that echoes conflict_check v1 proves the capability
 // (checkProven). An acceptance on a newer head (appliedOn) with the echo is

@@ -65,3 +65,44 @@ func TestRebaseWithoutAppliedOnVersionIsDetected(t *testing.T) {
 		})
 	}
 }
+
+// countingPublisher counts the requests it is sent, by id.
+type countingPublisher struct {
+	Publisher
+	ids []string
+}
+
+func (p *countingPublisher) Cutover(ctx context.Context, r contract.CutoverRequest) (contract.CutoverAnswer, error) {
+	p.ids = append(p.ids, r.RequestID)
+	return p.Publisher.Cutover(ctx, r)
+}
+
+// The probe of a cold handoff (probe) cannot take effect on a publisher on
+// the contract; one that applies it anyway (an expired request, a moved
+// head rebased unchecked) has put the result's change in the head: the
+// result is taken as accepted, never submitted again (nor its outputs
+// reclaimed as never-committed), and the unchecked rebase is counted.
+func TestProbeAppliedByAPublisherBreakingTheContract(t *testing.T) {
+	lin := newLineage(5)
+	lin.add(contract.Origin{Kind: contract.OriginAppend}, nil) // the head moved past the base
+	pub := &countingPublisher{Publisher: &oldContractPublisher{lin: lin}}
+	h, m := newHandoff(lin, pub, guard.All())
+	h.cfg.ConflictChecked = true
+	c := completion(5, h.now())
+	res, err := h.Process(context.Background(), c)
+	if err != nil || res.Outcome != OutcomeAccepted {
+		t.Fatalf("%s (%s) %v: want the applied probe taken as the accepted result", res.Outcome, res.Reason, err)
+	}
+	reqID := contract.CutoverRequestID(c.TaskID, *c.Coverage)
+	if len(pub.ids) != 1 || pub.ids[0] != probeRequestID(reqID) {
+		t.Fatalf("requests sent %v, want the probe alone", pub.ids)
+	}
+	if m.Counts()["PublisherUncheckedRebase"] != 1 || h.checkProven() {
+		t.Fatalf("PublisherUncheckedRebase %v, proven %v: want the violation counted and no proof", m.Counts()["PublisherUncheckedRebase"], h.checkProven())
+	}
+	// Redelivered, the completion finds its change applied.
+	res, err = h.Process(context.Background(), c)
+	if err != nil || res.Outcome != OutcomeAccepted || res.Reason != "already applied" || len(pub.ids) != 1 {
+		t.Fatalf("redelivery: %s (%s) %v, requests %v: want already applied, found in the lineage, nothing sent", res.Outcome, res.Reason, err, pub.ids)
+	}
+}

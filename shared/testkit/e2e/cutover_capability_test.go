@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/searchfabric/bcc/shared/contract"
@@ -111,4 +112,45 @@ func TestUncheckedRebaseIsAContractViolation(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// A cold handoff (a new instance: no answer has proven the check to it
+// yet) that finds the head moved past its result's base asks the
+// publisher to prove the check first, on a probe that cannot take effect
+// (the result's request under another id, its not_after long past), then
+// submits the result for the check. On a hot collection every result's
+// base has moved by the handoff's look, so without the probe a cold
+// instance never learns the capability and drops every merge.
+func TestColdHandoffProvesTheCheckOnAMovedBase(t *testing.T) {
+	env := cxStart(t, checkedPolicy(true))
+	cxRegisterHandoff(env, app.HandoffOptions{})
+	cxSetup(t, env, "c1", 4)
+	_, body := cxTask(t, env, "c1")
+	if failed, _ := cxInvoke(t, env, resources.FnCompaction, body); len(failed) > 0 {
+		t.Fatal("compaction failed")
+	}
+	bodies := cxReceive(t, env, resources.QueueHandoff)
+	if len(bodies) != 1 {
+		t.Fatalf("%d completions reported, want the compaction's", len(bodies))
+	}
+	// A conflict-free append moves the head before the handoff looks.
+	appendWrites(t, env, "c1", workload.Write{Key: "doc-new", Payload: []byte("new")})
+	before := reads(t, env, "c1")
+	if failed, _ := cxInvoke(t, env, resources.FnHandoff, bodies...); len(failed) > 0 {
+		t.Fatal("handoff failed")
+	}
+	if cxMetric(env, "CutoversRebased") != 1 || cxMetric(env, "StaleResultsDropped") != 0 {
+		t.Fatalf("CutoversRebased %v, StaleResultsDropped %v: a cold handoff dropped a conflict-free result whose base moved (the publisher's check was never asked for)",
+			cxMetric(env, "CutoversRebased"), cxMetric(env, "StaleResultsDropped"))
+	}
+	run := checkRun{env: env, before: before, after: reads(t, env, "c1")}
+	if d := run.readsChanged(); d != "" {
+		t.Fatalf("reads changed: %s", d)
+	}
+	for _, r := range cxLineage(t, env, "c1") {
+		if r.Origin.Kind == contract.OriginCutover && strings.Contains(r.Origin.RequestID, "probe") {
+			t.Fatalf("the probe was applied (v%d): it must never take effect", r.Version)
+		}
+	}
+	cxVerify(t, env, "c1")
 }

@@ -22,8 +22,10 @@
 //     base and its exact coverage. If the head moved since the base and the
 //     publisher has the conflict check (Config.ConflictChecked, rebase.go)
 //     and proved it (an earlier answer echoed conflict_check v1; guard
-//     conflict_check_proven: a declaration is not a proof, and until the
-//     proof the result is judged as without the capability), the request
+//     conflict_check_proven: a declaration is not a proof; an instance
+//     without the proof first probes for it with a request that cannot take
+//     effect, rebase.go probe, and until the proof the result is judged as
+//     without the capability), the request
 //     is submitted as it is, asking for the check: the
 //     publisher alone may apply it on its current head, at its CAS, when it
 //     proves it conflict-free there (events/PUBLISHER.md); the handoff

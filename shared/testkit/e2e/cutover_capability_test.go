@@ -154,3 +154,38 @@ func TestColdHandoffProvesTheCheckOnAMovedBase(t *testing.T) {
 	}
 	cxVerify(t, env, "c1")
 }
+
+// Review D4: a cold handoff whose moved-base result the publisher's check
+// refuses (the late upload of capabilitySetup, committed before the
+// handoff looks: clause delete_since_base) probes first; the stand-in
+// judges the moved head before not_after (cutover.go), so the probe is
+// refused by the clause too, and then the result itself. One result
+// refused by the check is one CutoversRefusedByCheck.
+func TestColdHandoffRefusedByTheCheckCountsOnce(t *testing.T) {
+	env := cxStart(t, checkedPolicy(true))
+	cxRegisterHandoff(env, app.HandoffOptions{})
+	var late workload.Upload
+	capabilitySetup(t, &late)(env)
+	_, body := cxTask(t, env, "c1")
+	if failed, _ := cxInvoke(t, env, resources.FnCompaction, body); len(failed) > 0 {
+		t.Fatal("compaction failed")
+	}
+	bodies := cxReceive(t, env, resources.QueueHandoff)
+	if len(bodies) != 1 {
+		t.Fatalf("%d completions reported, want the compaction's", len(bodies))
+	}
+	if _, err := env.Workload.CommitUpload(context.Background(), late); err != nil {
+		t.Fatal(err)
+	}
+	before := reads(t, env, "c1")
+	if failed, _ := cxInvoke(t, env, resources.FnHandoff, bodies...); len(failed) > 0 {
+		t.Fatal("handoff failed")
+	}
+	run := checkRun{env: env, before: before, after: reads(t, env, "c1")}
+	if d := run.readsChanged(); d != "" {
+		t.Fatalf("reads changed: %s", d)
+	}
+	if n := cxMetricDim(env, "CutoversRefusedByCheck", "Clause", contract.ClauseDeleteSinceBase); n != 1 {
+		t.Fatalf("CutoversRefusedByCheck{Clause=%s} %v for one refused result, StaleResultsDropped %v", contract.ClauseDeleteSinceBase, n, cxMetric(env, "StaleResultsDropped"))
+	}
+}

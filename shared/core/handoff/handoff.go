@@ -352,16 +352,19 @@ func (h *Handoff) judge(ctx context.Context, c contract.Completion, req contract
 			return res, nil
 		}
 	}
-	if h.cfg.ConflictChecked && !h.checkProven() {
-		if probed, applied := h.probe(ctx, c, req, res); applied {
+	if h.cfg.ConflictChecked {
+		// The publisher judges the moved head at its CAS (rebase.go),
+		// after the handoff's own checks (judgeMoved). Unproven, those
+		// checks come before the probe too: the probe is the result's
+		// request, never sent for a result the handoff refuses itself.
+		proven := h.checkProven()
+		moved, err := h.judgeMoved(ctx, c, head, res)
+		if err != nil || proven || moved.Outcome != "" {
+			return moved, err
+		}
+		if probed, applied := h.probe(ctx, c, req, res); applied || h.checkProven() {
 			return probed, nil
 		}
-	}
-	if h.cfg.ConflictChecked && h.checkProven() {
-		// The publisher judges the moved head at its CAS (rebase.go).
-		return h.judgeMoved(ctx, c, head, res)
-	}
-	if h.cfg.ConflictChecked {
 		h.log.Info("the result's base moved and the publisher has not yet proven its conflict check: judged as without it",
 			"task", c.TaskID, "collection", c.Collection, "base", c.BaseManifestVersion, "head", head.Version)
 	}

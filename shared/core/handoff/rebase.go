@@ -109,13 +109,21 @@ func (h *Handoff) probe(ctx context.Context, c contract.Completion, req contract
 	// The answer counts as any answer to a request that asked for the
 	// check: an echo proves it, a conflict without one is a declared
 	// capability missing, an acceptance is judged for how it was applied.
-	h.checkedAnswer(ctx, c, p, ans)
+	// A refusal by a clause is the probe's, not the result's: the result,
+	// submitted next, is counted by its own answer (CutoversRefusedByCheck
+	// once per result).
+	if ans.Status != contract.CutoverConflict || ans.ConflictClause == "" {
+		h.checkedAnswer(ctx, c, p, ans)
+	} else if ans.ConflictCheck == contract.ConflictCheckV1 && !h.proven.Swap(true) {
+		h.log.Info("the publisher proved its conflict check (conflict_check v1 echoed on the probe)", "task", c.TaskID, "collection", c.Collection)
+	}
 	if ans.Status == contract.CutoverAccepted {
 		h.log.Error("contract violation: the publisher applied a conflict-check probe past its not_after",
 			"task", c.TaskID, "collection", c.Collection, "request", p.RequestID, "version", ans.CommittedVersion, "conflict_check", ans.ConflictCheck)
 		h.proven.Store(false)
-		res.RequestID = p.RequestID
-		return h.answered(c, res, ans), true
+		// Finished (counted, logged) once, by rewrite, as judge's verdict.
+		res.RequestID, res.Outcome, res.Version = p.RequestID, OutcomeAccepted, ans.CommittedVersion
+		return res, true
 	}
 	return res, false
 }

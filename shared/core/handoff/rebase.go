@@ -112,9 +112,16 @@ func (h *Handoff) probe(ctx context.Context, c contract.Completion, req contract
 	// A refusal by a clause is the probe's, not the result's: the result,
 	// submitted next, is counted by its own answer (CutoversRefusedByCheck
 	// once per result).
-	if ans.Status != contract.CutoverConflict || ans.ConflictClause == "" {
+	switch {
+	case ans.Status == contract.CutoverAccepted:
+		// Applied past its not_after, echoed or not: never a checked
+		// rebase (CutoversRebased) but the contract violation GC's
+		// never-committed reclaim cannot survive (rule 4), alarmed as the
+		// unchecked application it is.
+		h.metrics.Add("PublisherUncheckedRebase", 1)
+	case ans.Status != contract.CutoverConflict || ans.ConflictClause == "":
 		h.checkedAnswer(ctx, c, p, ans)
-	} else if ans.ConflictCheck == contract.ConflictCheckV1 && !h.proven.Swap(true) {
+	case ans.ConflictCheck == contract.ConflictCheckV1 && !h.proven.Swap(true):
 		h.log.Info("the publisher proved its conflict check (conflict_check v1 echoed on the probe)", "task", c.TaskID, "collection", c.Collection)
 	}
 	if ans.Status == contract.CutoverAccepted {

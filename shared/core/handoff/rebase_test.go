@@ -216,9 +216,9 @@ func TestProbeAppliedPastNotAfterIsAViolation(t *testing.T) {
 		t.Fatalf("%s (%s) %v: want the applied probe taken as the accepted result", res.Outcome, res.Reason, err)
 	}
 	c := m.Counts()
-	if c["CutoversRebased|Kind=compaction"] != 0 || c["PublisherExpiredApplied"] != 1 {
-		t.Fatalf("CutoversRebased %v, PublisherExpiredApplied %v: an expired probe applied was counted as a checked rebase and raised nothing (%v)",
-			c["CutoversRebased|Kind=compaction"], c["PublisherExpiredApplied"], c)
+	if c["CutoversRebased|Kind=compaction"] != 0 || c["PublisherUncheckedRebase"] != 1 {
+		t.Fatalf("CutoversRebased %v, PublisherUncheckedRebase %v: an expired probe applied was counted as a checked rebase and raised nothing (%v)",
+			c["CutoversRebased|Kind=compaction"], c["PublisherUncheckedRebase"], c)
 	}
 }
 

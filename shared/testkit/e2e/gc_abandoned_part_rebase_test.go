@@ -12,7 +12,9 @@ import (
 	"github.com/searchfabric/bcc/shared/devstack/localenv"
 	"github.com/searchfabric/bcc/shared/devstack/standin/publisher"
 	"github.com/searchfabric/bcc/shared/guard"
+	"github.com/searchfabric/bcc/shared/lambda/app"
 	"github.com/searchfabric/bcc/shared/policy"
+	"github.com/searchfabric/bcc/shared/resources"
 )
 
 // Review of 6832328 (canName): "a rewrite commits above its base" holds for
@@ -142,9 +144,13 @@ func TestUncheckedCutoverOnAHeadRestoredBelowItsBaseIsReported(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	res, err := e.handoff().Process(e.ctx, comp)
+	uc, m := app.HandoffUseCase(e.Config, e.FunctionClients(resources.FnHandoff), app.Runtime{Now: e.clk.Now, Out: e.Metrics, Log: e.Log}, app.HandoffOptions{})
+	res, err := uc.Process(e.ctx, comp)
 	if err != nil || res.Outcome != handoff.OutcomeAccepted {
 		t.Fatalf("compaction cutover: %+v %v", res, err)
+	}
+	if err := m.Flush(e.Metrics, e.clk.Now()); err != nil {
+		t.Fatal(err)
 	}
 	if h, _ := e.Lineage.Head(e.ctx, "c1"); h.Version != 3 {
 		t.Fatalf("head v%d: the permissive owner did not apply the v4-based result on the restored v2", h.Version)

@@ -185,7 +185,9 @@ func (h *Handoff) appliedOn(ctx context.Context, c contract.Completion, req cont
 	case ans.Status != contract.CutoverAccepted:
 		return 0, false
 	case ans.AppliedOnVersion != 0:
-		return ans.AppliedOnVersion, ans.AppliedOnVersion > req.BaseVersion
+		// Below the base too: a head restored below it (no publisher keeping
+		// the contract applies there; the incarnation clause refuses it).
+		return ans.AppliedOnVersion, ans.AppliedOnVersion != req.BaseVersion
 	case ans.CommittedVersion > req.BaseVersion+1:
 		return ans.CommittedVersion - 1, true
 	case ans.CommittedVersion == 0 || ans.CommittedChecksum == "":

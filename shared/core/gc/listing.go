@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/searchfabric/bcc/shared/contract"
 	"github.com/searchfabric/bcc/shared/store"
@@ -47,7 +48,7 @@ func (pl planner) scanData(ctx context.Context, v *view, fr *frame, p *Plan) err
 				exists[l.Key] = true
 				continue
 			}
-			known, cd, err := pl.place(ctx, knowing, v, fr, &ab, l.Key)
+			known, cd, err := pl.place(ctx, knowing, v, fr, &ab, l)
 			if err != nil {
 				return lookupFailed{err}
 			}
@@ -157,13 +158,14 @@ func (p *Plan) recordProposal(pr proposal, key string, lastModified, grace int64
 // place says whether a walked root knows a listed key (it references it
 // or its change removed it) and, if none does, whether an abandoned
 // committed root names it (cd).
-func (pl planner) place(ctx context.Context, knowing []contract.Manifest, v *view, fr *frame, ab *abandonedIndex, key string) (known bool, cd *Candidate, err error) {
+func (pl planner) place(ctx context.Context, knowing []contract.Manifest, v *view, fr *frame, ab *abandonedIndex, l Listed) (known bool, cd *Candidate, err error) {
+	key := l.Key
 	known, err = pl.known(ctx, knowing, v.walk.Head.Version, key)
 	if err == nil && !known {
 		known, err = pl.removedByLineage(ctx, v.walk.Roots, fr, key)
 	}
 	if err == nil && !known {
-		cd, err = ab.committed(ctx, key)
+		cd, err = ab.committed(ctx, key, l.LastModified.UnixMilli())
 	}
 	return known, cd, err
 }
@@ -200,7 +202,7 @@ type abandonedIndex struct {
 	read  bool
 }
 
-func (ab *abandonedIndex) committed(ctx context.Context, key string) (*Candidate, error) {
+func (ab *abandonedIndex) committed(ctx context.Context, key string, lastModifiedMs int64) (*Candidate, error) {
 	if !ab.pl.cfg.Guards.AbandonedCommitted {
 		return nil, nil
 	}
@@ -213,7 +215,7 @@ func (ab *abandonedIndex) committed(ctx context.Context, key string) (*Candidate
 	for i := range ab.roots {
 		e, found, err := ab.pl.lin.Lookup(ctx, &ab.roots[i], key)
 		if errors.Is(err, store.ErrNotFound) {
-			if !canName(ab.v.c, &ab.roots[i], key) {
+			if !canName(ab.v.c, &ab.roots[i], key, lastModifiedMs, ab.pl.cfg.ClockSkew) {
 				continue
 			}
 			// A part of the abandoned root is gone: whether it names the
@@ -231,19 +233,34 @@ func (ab *abandonedIndex) committed(ctx context.Context, key string) (*Candidate
 	return nil, nil
 }
 
-// canName reports whether root m can name key, an output of the
-// coordinator's rewrite task, without reading the part that would say so
-// (it is gone). A rewrite commits above its base: the publisher applies
-// only outputs of one task of the request's incarnation and base version,
-// on that base or on a newer head whose parent chain reaches it
-// (events/PUBLISHER.md). A root of the task's lifetime at or below the
-// task's base version therefore names none of its outputs. Without this,
-// once the restored lineage's trim deleted a part an abandoned root shared
-// with its base, every later never-committed output in that part's key
-// range was held as committed with an unknown maximum timestamp: under a
-// lifecycle retention, for ever (make sim SEEDS=10000: seeds 6487, 6611,
-// 7899, 8111). Anything else is taken to be nameable (fail closed).
-func canName(c string, m *contract.Manifest, key string) bool {
+// canName reports whether abandoned root m can name key, an output of the
+// coordinator's rewrite task whose object S3 dated lastModifiedMs, without
+// reading the part that would say so (it is gone). It says no only when two
+// independent facts both exclude it, so that neither alone is trusted with
+// a delete:
+//   - Time: m was committed before the object existed. Outputs are written
+//     put-if-absent (never overwritten: LastModified is their one write),
+//     and a root names an output only once it exists (the handoff submits
+//     a rewrite only after its outputs are in the bucket, and a root names
+//     what its ancestors, committed earlier, named). So a root committed
+//     more than 2 x skew before the object's LastModified (one skew for S3's
+//     clock, one for the publisher's) names none of it, whatever the
+//     publisher did with bases.
+//   - Contract: a rewrite commits above its base (events/PUBLISHER.md): a
+//     root of the task's lifetime at or below the task's base version
+//     names none of its outputs. A permissive owner that applies a
+//     moved-base cutover on a head restored below the base breaks this
+//     (PublisherUncheckedRebase); the time fact still holds the output.
+//
+// Without this, once the restored lineage's trim deleted a part an
+// abandoned root shared with its base, every later never-committed output
+// in that part's key range was held as committed with an unknown maximum
+// timestamp: under a lifecycle retention, for ever. Anything else is taken
+// to be nameable (fail closed).
+func canName(c string, m *contract.Manifest, key string, lastModifiedMs int64, skew time.Duration) bool {
+	if m.CommitTsUnixMs <= 0 || m.CommitTsUnixMs >= lastModifiedMs-2*skew.Milliseconds() {
+		return true
+	}
 	id, own := contract.OwnedOutputTask(c, key)
 	if !own {
 		return true

@@ -184,6 +184,14 @@ func (w *World) consume(class string) bool {
 	}
 	var resp events.SQSEventResponse
 	w.nextIncs = incs
+	w.compacting = compactionMsg{}
+	if class == resources.QueueCompaction && len(msgs) == 1 {
+		if t, err := contract.DecodeTask("sim", []byte(aws.ToString(msgs[0].Body))); err == nil {
+			sent, _ := strconv.ParseInt(msgs[0].Attributes["SentTimestamp"], 10, 64)
+			w.compacting = compactionMsg{id: aws.ToString(msgs[0].MessageId), taskID: t.TaskID, sentAt: sent}
+		}
+	}
+	defer func() { w.compacting = compactionMsg{} }()
 	crashed, err := w.invoke(def.Consumer, !outage, class, func(r fnRun) error {
 		var err error
 		resp, err = w.consumer(class, ev.Records[0].Attributes["MessageGroupId"], r).Handle(r.ctx, ev)

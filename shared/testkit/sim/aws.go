@@ -186,19 +186,56 @@ func (c checkedLeases) Acquire(ctx context.Context, task contract.Task, holder s
 	return got, err
 }
 
-// maxIdleRuns bounds the compaction tasks one head with nothing to compact
-// may lease in the quiescent phase: the observer's, and one more when the
-// first ran before the observed state recorded the head (its idle record
-// then names no recorded head) or its facts changed meanwhile.
+// maxIdleRuns bounds the compaction tasks planned against one head with
+// nothing to compact that may lease it in the quiescent phase: the
+// observer's, and one more when the first ran before the observed state
+// recorded the head (its idle record then names no recorded head) or its
+// facts changed meanwhile.
 const maxIdleRuns = 3
+
+// compactionMsg is the compaction message a compaction invocation handles:
+// its SQS message id, the task it carries and when it was sent (simulated
+// time).
+type compactionMsg struct {
+	id, taskID string
+	sentAt     int64
+}
 
 // checkIdleRun is invariant idle-reenqueue: in the quiescent phase, a head
 // whose full object set plans no compaction job (the observer's summary
 // may still call compaction due: a level counted across tiers) is leased
-// by at most maxIdleRuns compaction tasks. Reconciliation re-enqueueing
-// it at every pass (a fresh identity each sweep interval) is a livelock:
-// tasks wasted forever and a due compaction signalled for a healthy
-// collection.
+// by at most maxIdleRuns compaction tasks planned against it, plus once by
+// each compaction message sent before the head was written. Reconciliation
+// re-enqueueing it at every pass (a fresh identity each sweep interval) is
+// a livelock: tasks wasted forever and a due compaction signalled for a
+// healthy collection.
+//
+// The second term is the backlog. A message planned against an older head
+// is rebased by its worker onto the head it finds (compact.takeRewrite: a
+// task pinned to that head under the message's CCS facts version), so
+// every compaction message still queued when the head is written leases
+// it, and the first one's idle record does not stop the others (they
+// lease before they plan). Messages of one facts version meet as one
+// identity at the head (the lease of the first, done, skips the rest);
+// messages pinned to different facts versions are different tasks there,
+// each leasing it once. Rewrite coalescing keeps that backlog at one
+// message only without faults: the faulty phase leaves more, under facts
+// that changed between them, e.g. the observed state wiped (its pending
+// claim lost: the next observation of the same head enqueues again), a
+// redelivered task's take clearing the pending claim while newer tasks
+// are queued, a duplicate event re-deriving the compaction its first
+// observation had coalesced away. Their number is what the faults left
+// (at most one per facts version the queued messages pin), not a
+// constant, but it is finite and fixed once the head is written: every
+// observation and reconciliation after that plans against this head (or a
+// newer one), so a re-enqueue at every pass counts under maxIdleRuns. A
+// lease counts in the backlog only when its task has another identity
+// than the message's (it was rebased) and the message was sent no later
+// than the head was written (the same millisecond included: the world is
+// sequential, and a message planned against an older head was sent before
+// this head was written); each backlog message may lease the head once
+// (without faults a worker that leased it finishes and deletes the
+// message).
 func (w *World) checkIdleRun(task contract.Task) {
 	col := w.cols[task.Collection]
 	if !w.quiet || task.Kind != contract.KindCompaction || col == nil || len(col.versions) == 0 || col.inc != contract.Lifetime(task.Incarnation) {
@@ -216,6 +253,22 @@ func (w *World) checkIdleRun(task contract.Task) {
 		return
 	}
 	key := fmt.Sprintf("%s#i%d v%d", task.Collection, col.inc, h.v)
+	if m := w.compacting; m.id != "" && m.taskID != task.TaskID && m.sentAt <= h.writtenAt {
+		if w.idleBacklog == nil {
+			w.idleBacklog = map[string]map[string]bool{}
+		}
+		if w.idleBacklog[key] == nil {
+			w.idleBacklog[key] = map[string]bool{}
+		}
+		if w.idleBacklog[key][m.id] {
+			w.violate("idle-reenqueue", "%s: message %s (task %s, sent before the head) leased the head a second time (as %s) although its full plan is empty",
+				key, m.id, m.taskID, task.TaskID)
+			return
+		}
+		w.idleBacklog[key][m.id] = true
+		w.count("idle-head-leased-from-backlog")
+		return
+	}
 	if w.idleRuns == nil {
 		w.idleRuns = map[string]map[string]bool{}
 	}
@@ -224,7 +277,8 @@ func (w *World) checkIdleRun(task contract.Task) {
 	}
 	w.idleRuns[key][task.TaskID] = true
 	if n := len(w.idleRuns[key]); n > maxIdleRuns {
-		w.violate("idle-reenqueue", "%s: %d compaction tasks leased a head whose full plan is empty (the last %s): re-enqueued at every pass", key, n, task.TaskID)
+		w.violate("idle-reenqueue", "%s: %d compaction tasks planned against a head whose full plan is empty leased it (the last %s; %d more were the backlog sent before the head): re-enqueued at every pass",
+			key, n, task.TaskID, len(w.idleBacklog[key]))
 	} else if n > 1 {
 		w.count(fmt.Sprintf("idle-head-leased-%d-times", n))
 	}

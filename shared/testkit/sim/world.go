@@ -113,6 +113,9 @@ type version struct {
 	parts    []string
 	commitTs int64
 	supTs    int64 // when its child committed (0: still the head)
+	// writtenAt is the simulated time the head naming it was written
+	// (the world's clock, the one SQS stamps sends with).
+	writtenAt int64
 }
 
 func (v *version) has(key string) bool {
@@ -253,6 +256,12 @@ type World struct {
 	// whose full plan is empty, the compaction tasks that leased it in the
 	// quiescent phase (invariant idle-reenqueue).
 	idleRuns map[string]map[string]bool
+	// idleBacklog: per such head, the compaction messages sent before the
+	// head was written that leased it rebased onto it (by message id).
+	idleBacklog map[string]map[string]bool
+	// compacting is the compaction message being handled (the compaction
+	// queue's batches are of one message).
+	compacting compactionMsg
 	// splitCol is the collection tierSplit drives (splitsTiers worlds).
 	splitCol string
 	// badName: CCS's catalog lists BadCatalogName (badCatalog worlds).
@@ -603,7 +612,7 @@ func (w *World) onHead(c string, body []byte) {
 		return
 	}
 	v := &version{v: head.Version, rootKey: head.ManifestKey, checksum: head.ManifestChecksum, root: root,
-		objects: map[string]contract.ObjectEntry{}, commitTs: root.CommitTsUnixMs}
+		objects: map[string]contract.ObjectEntry{}, commitTs: root.CommitTsUnixMs, writtenAt: w.t}
 	for _, ref := range root.Parts {
 		pb, ok := w.s3.Peek(w.def.Bucket.Name, ref.Key)
 		if !ok {

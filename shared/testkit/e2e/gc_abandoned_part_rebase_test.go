@@ -34,9 +34,9 @@ func TestGCAbandonedRootWithAPartGoneNamingARewriteCommittedBelowItsBase(t *test
 		localenv.Options{Publisher: publisher.Options{AcceptRebase: true}})
 	retention := 7 * 24 * time.Hour
 	e.create("c1", contract.Lifecycle{RetentionMs: retention.Milliseconds()})
-	in := e.add("c1", 2, 0, 0) // v2
-	e.add("c1", 1, 0, 0)       // v3
-	e.add("c1", 1, 0, 0)       // v4
+	in := e.add("c1", 2, 0, 0)           // v2
+	e.add("c1", 1, 0, 0)                 // v3
+	e.add("c1", 1, 0, 0)                 // v4
 	comp, out := e.lateCutover("c1", in) // a compaction based on v4 of v2's objects
 	restored := false
 	e.Publisher.SetOnArrival(func(ctx context.Context, req contract.CutoverRequest) {
